@@ -1,0 +1,46 @@
+# The two commands: `make demo` and `make test`. Both build what they need from this repository's files.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PYPAIMON_VENV := .venv-pypaimon
+STAMP := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
+PYPAIMON_STAMP := $(PYPAIMON_VENV)/.installed-2.1.0
+
+.PHONY: demo test test-fast lint bench java-check clean venv pypaimon-venv
+
+venv: $(STAMP)
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test,s3]'
+	rm -f $(VENV)/.installed-*; touch $@
+
+# pypaimon (the interop peer) pins pyarrow<20 and fsspec<2026: it gets an environment of its own.
+pypaimon-venv: $(PYPAIMON_STAMP)
+$(PYPAIMON_STAMP):
+	$(PYTHON) -m venv $(PYPAIMON_VENV)
+	$(PYPAIMON_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PYPAIMON_VENV)/bin/python -m pip install --quiet 'pypaimon==2.1.0'
+	touch $@
+
+java-check:
+	@$(PYTHON) scripts/check_java.py
+
+demo: venv
+	$(PY) -m paimonflow.dags_examples.demo
+
+test: venv pypaimon-venv
+	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) -m pytest
+
+test-fast: venv
+	$(PY) -m pytest -m "not slow and not interop"
+
+lint: venv
+	$(VENV)/bin/ruff check core tests bench dags_examples
+
+bench: venv pypaimon-venv
+	$(PY) -m pip install --quiet 'pypaimon-rust==0.4.0' --target $(PYPAIMON_VENV)/rust 2>/dev/null || true
+	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) $(PYPAIMON_VENV) build *.egg-info demo-warehouse

@@ -1,0 +1,1 @@
+"""paimonflow.core: a pure-Python engine for the Apache Paimon table format."""

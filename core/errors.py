@@ -1,0 +1,107 @@
+"""The one exception tree of paimonflow.
+
+Every error paimonflow raises on purpose derives from :class:`PaimonflowError`. Subclasses carry
+what a caller needs to react (a path, a name, an option key) and chain the original cause.
+"""
+
+from __future__ import annotations
+
+
+class PaimonflowError(Exception):
+    """Base of every error raised by paimonflow."""
+
+
+class InvalidNameError(PaimonflowError, ValueError):
+    """A user-supplied name (database, table, tag, branch, consumer, column...) is not allowed."""
+
+    def __init__(self, kind: str, name: object, reason: str) -> None:
+        self.kind, self.name, self.reason = kind, name, reason
+        super().__init__(f"invalid {kind} name {name!r}: {reason}")
+
+
+class InvalidOptionError(PaimonflowError, ValueError):
+    """A table option is unknown, malformed or out of range."""
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        self.key, self.value, self.reason = key, value, reason
+        super().__init__(f"table option {key!r}={value!r}: {reason}")
+
+
+class SchemaError(PaimonflowError, ValueError):
+    """A schema is invalid, or data does not match the table's schema."""
+
+
+class SchemaChangeError(SchemaError):
+    """A schema evolution step is not allowed (unknown column, unsafe type change, key column...)."""
+
+
+class DataError(PaimonflowError, ValueError):
+    """Rows violate the table's rules (null primary key, bad row kind...)."""
+
+
+class CatalogError(PaimonflowError):
+    """Base for catalog errors."""
+
+
+class DatabaseNotFoundError(CatalogError, LookupError):
+    pass
+
+
+class DatabaseAlreadyExistsError(CatalogError):
+    pass
+
+
+class DatabaseNotEmptyError(CatalogError):
+    pass
+
+
+class TableNotFoundError(CatalogError, LookupError):
+    pass
+
+
+class TableAlreadyExistsError(CatalogError):
+    pass
+
+
+class SnapshotNotFoundError(PaimonflowError, LookupError):
+    """The snapshot, tag or timestamp asked for does not exist (or has expired)."""
+
+
+class TagNotFoundError(SnapshotNotFoundError):
+    pass
+
+
+class CorruptMetadataError(PaimonflowError):
+    """A metadata file cannot be parsed: truncated, bit-flipped, or not what its name says."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path, self.reason = path, reason
+        super().__init__(f"corrupt metadata file {path}: {reason}")
+
+
+class StorageError(PaimonflowError, OSError):
+    """The storage backend failed (I/O error, permission, network)."""
+
+
+class FileNotFoundStorageError(StorageError, FileNotFoundError):
+    """A file that should exist does not."""
+
+
+class CommitError(PaimonflowError):
+    """Base for commit failures."""
+
+
+class CommitConflictError(CommitError):
+    """Another writer changed what this commit depends on; the commit was not made. Safe to replan."""
+
+
+class CommitRetriesExhaustedError(CommitError):
+    """Lost the race for the next snapshot id more often than ``commit.max-retries`` allows."""
+
+
+class CommitOutcomeUnknownError(CommitError):
+    """The snapshot may or may not have landed. Never clean up: retry with the same commit identity."""
+
+
+class UnsupportedError(PaimonflowError, NotImplementedError):
+    """A feature of the format that this version of paimonflow does not handle."""

@@ -1,0 +1,1 @@
+"""Storage backends behind one FileIO protocol."""

@@ -1,0 +1,1 @@
+"""paimonflow.dags_examples (built by later issues)."""

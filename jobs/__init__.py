@@ -1,0 +1,1 @@
+"""paimonflow.jobs (built by later issues)."""

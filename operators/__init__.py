@@ -1,0 +1,1 @@
+"""paimonflow.operators (built by later issues)."""

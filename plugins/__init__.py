@@ -1,0 +1,1 @@
+"""paimonflow.plugins (built by later issues)."""

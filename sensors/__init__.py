@@ -1,0 +1,1 @@
+"""paimonflow.sensors (built by later issues)."""
