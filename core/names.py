@@ -1,0 +1,59 @@
+"""The one validator for every user-supplied name.
+
+Database, table, tag, branch, consumer and column names, and commit users, all go through
+:func:`validate_name`. A valid name is a single path segment: it can never point outside the
+directory it is joined to, never collide with Paimon's own files, and survives every backend.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from .errors import InvalidNameError
+
+NAME_KINDS = ("database", "table", "tag", "branch", "consumer", "column", "commit user")
+
+_MAX_LENGTH = 255
+# Letters, digits and a few safe punctuation marks; no separators, no wildcards, no control chars.
+_ALLOWED = re.compile(r"^[\w\-.@+~]+$", re.UNICODE)
+
+
+def validate_name(kind: str, name: object) -> str:
+    """Return ``name`` unchanged if it is a valid ``kind`` name, else raise :class:`InvalidNameError`.
+
+    Rules: a non-empty string of at most 255 characters; letters, digits, ``_ - . @ + ~`` only
+    (so no ``/``, ``\\``, ``:``, ``$``, whitespace or control characters); not ``.`` or ``..`` and
+    not starting with ``.`` (Paimon's temp and hidden files); no NUL. Column names only need to be
+    non-empty printable text (Paimon allows spaces there; they never become paths).
+    """
+    if kind not in NAME_KINDS:
+        raise ValueError(f"unknown name kind {kind!r}")
+    if not isinstance(name, str):
+        raise InvalidNameError(kind, name, "must be a string")
+    if not name:
+        raise InvalidNameError(kind, name, "must not be empty")
+    if len(name) > _MAX_LENGTH:
+        raise InvalidNameError(kind, name, f"longer than {_MAX_LENGTH} characters")
+    if any(unicodedata.category(ch).startswith("C") for ch in name):
+        raise InvalidNameError(kind, name, "contains control or invisible characters")
+    if kind == "column":
+        if name != name.strip():
+            raise InvalidNameError(kind, name, "must not start or end with whitespace")
+        return name
+    if name in (".", "..") or name.startswith("."):
+        raise InvalidNameError(kind, name, "must not start with '.'")
+    if not _ALLOWED.match(name):
+        bad = sorted({ch for ch in name if not _ALLOWED.match(ch)})
+        raise InvalidNameError(kind, name, f"contains characters that are not allowed: {''.join(bad)!r}")
+    if kind in ("database", "table") and "." in name:
+        raise InvalidNameError(kind, name, "must not contain '.' (it separates database and table)")
+    return name
+
+
+def split_identifier(identifier: object) -> tuple[str, str]:
+    """Split ``"db.table"`` into validated ``(database, table)``."""
+    if not isinstance(identifier, str) or identifier.count(".") != 1:
+        raise InvalidNameError("table", identifier, "expected '<database>.<table>'")
+    database, table = identifier.split(".")
+    return validate_name("database", database), validate_name("table", table)
