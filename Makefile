@@ -26,7 +26,7 @@ $(PYPAIMON_STAMP):
 java-check:
 	@$(PYTHON) scripts/check_java.py
 
-demo: venv
+demo: venv java-check
 	$(PY) -m paimonflow.dags_examples.demo
 
 test: venv pypaimon-venv

@@ -1,0 +1,155 @@
+"""The filesystem catalog: ``<warehouse>/<database>.db/<table>``, as Apache Paimon lays it out.
+
+A database is a directory; a table exists when its ``schema/`` holds a schema file. Every name
+goes through the one validator, so no path is ever built outside the warehouse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+
+from .errors import (
+    DatabaseAlreadyExistsError,
+    DatabaseNotEmptyError,
+    DatabaseNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from .fs import FileIO, get_file_io, join
+from .names import split_identifier, validate_name
+from .options import validate_user_options
+from .schema import Schema, SchemaManager
+from .table import Table
+
+DB_SUFFIX = ".db"
+SYSTEM_TABLE_SEPARATOR = "$"
+
+
+class Catalog:
+    """Databases and tables of one warehouse (local path, ``file://`` or ``s3://`` URI).
+
+    ``storage_options`` configure the backend (for S3: ``s3.endpoint``, ``s3.access-key``,
+    ``s3.secret-key``, ``s3.region``); they are never written to table metadata.
+    """
+
+    def __init__(self, warehouse: str, *, storage_options: Mapping[str, str] | None = None,
+                 file_io: FileIO | None = None) -> None:
+        self.file_io = file_io or get_file_io(warehouse, storage_options)
+        self.warehouse = warehouse.rstrip("/") if warehouse not in ("/",) else warehouse
+        if self.warehouse.startswith("file://"):
+            self.warehouse = self.warehouse[len("file://"):]
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.warehouse!r})"
+
+    # -- databases ---------------------------------------------------------------------------
+
+    def database_path(self, name: str) -> str:
+        return join(self.warehouse, validate_name("database", name) + DB_SUFFIX)
+
+    def list_databases(self) -> list[str]:
+        return sorted(
+            s.path.rstrip("/").rsplit("/", 1)[-1][: -len(DB_SUFFIX)]
+            for s in self.file_io.list_dir(self.warehouse)
+            if s.is_dir and s.path.rstrip("/").endswith(DB_SUFFIX)
+        )
+
+    def database_exists(self, name: str) -> bool:
+        return self.file_io.exists(self.database_path(name)) or name in self.list_databases()
+
+    def create_database(self, name: str, *, ignore_if_exists: bool = False) -> None:
+        path = self.database_path(name)
+        if self.database_exists(name):
+            if ignore_if_exists:
+                return
+            raise DatabaseAlreadyExistsError(f"database {name!r} already exists")
+        self.file_io.mkdirs(path)
+        # Object stores have no directories: a marker keeps an empty database listable.
+        if not self.file_io.exists(path):
+            self.file_io.write_bytes(join(path, ".paimonflow-database"), b"")
+
+    def drop_database(self, name: str, *, ignore_if_not_exists: bool = False, cascade: bool = False) -> None:
+        if not self.database_exists(name):
+            if ignore_if_not_exists:
+                return
+            raise DatabaseNotFoundError(f"database {name!r} does not exist")
+        tables = self.list_tables(name)
+        if tables and not cascade:
+            raise DatabaseNotEmptyError(f"database {name!r} holds tables {tables}; use cascade=True")
+        self.file_io.delete(self.database_path(name), recursive=True)
+
+    # -- tables ------------------------------------------------------------------------------
+
+    def table_path(self, identifier: str) -> str:
+        database, table = split_identifier(identifier)
+        return join(self.database_path(database), table)
+
+    def list_tables(self, database: str) -> list[str]:
+        if not self.database_exists(database):
+            raise DatabaseNotFoundError(f"database {database!r} does not exist")
+        names = []
+        for status in self.file_io.list_dir(self.database_path(database)):
+            name = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if status.is_dir and not name.startswith(".") and SchemaManager(self.file_io, status.path).list_ids():
+                names.append(name)
+        return sorted(names)
+
+    def table_exists(self, identifier: str) -> bool:
+        return bool(SchemaManager(self.file_io, self.table_path(identifier)).list_ids())
+
+    def create_table(self, identifier: str, schema: pa.Schema | Schema, *, primary_keys: Sequence[str] = (),
+                     partition_keys: Sequence[str] = (), options: Mapping[str, object] | None = None,
+                     comment: str | None = None, ignore_if_exists: bool = False) -> Table:
+        """Create a table and return it.
+
+        ``schema`` is a pyarrow schema (with ``primary_keys``, ``partition_keys``, ``options``)
+        or a :class:`~paimonflow.core.schema.Schema`. Options are checked strictly (unknown keys
+        and bad values raise InvalidOptionError). Creation is atomic: ``schema/schema-0`` is
+        published with create-if-absent, so two racing creators never both succeed.
+        """
+        database, _ = split_identifier(identifier)
+        if not self.database_exists(database):
+            raise DatabaseNotFoundError(f"database {database!r} does not exist; create it first")
+        path = self.table_path(identifier)
+        manager = SchemaManager(self.file_io, path)
+        if manager.list_ids():
+            if ignore_if_exists:
+                return self.get_table(identifier)
+            raise TableAlreadyExistsError(f"table {identifier!r} already exists")
+        if isinstance(schema, pa.Schema):
+            schema = Schema.from_arrow(schema, primary_keys=list(primary_keys), partition_keys=list(partition_keys),
+                                       options=validate_user_options(options or {}), comment=comment)
+        else:
+            validate_user_options(schema.options)
+        table_schema = schema.to_table_schema()
+        from .options import CoreOptions
+
+        CoreOptions.from_map(table_schema.options)
+        if not manager.create(table_schema):
+            if ignore_if_exists:
+                return self.get_table(identifier)
+            raise TableAlreadyExistsError(f"table {identifier!r} already exists")
+        return self.get_table(identifier)
+
+    def get_table(self, identifier: str) -> Table:
+        """Open a table. ``db.t$snapshots`` style names are system tables: use ``load_system_table``."""
+        path = self.table_path(identifier)
+        manager = SchemaManager(self.file_io, path)
+        schema = manager.latest()
+        if schema is None:
+            raise TableNotFoundError(f"table {identifier!r} does not exist")
+        return Table(file_io=self.file_io, path=path, identifier=identifier, schema=schema)
+
+    def load_system_table(self, name: str) -> pa.Table:
+        """``"db.t$snapshots"`` -> the system table as a pyarrow Table."""
+        identifier, _, system = name.partition(SYSTEM_TABLE_SEPARATOR)
+        return self.get_table(identifier).system_table(system)
+
+    def drop_table(self, identifier: str, *, ignore_if_not_exists: bool = False) -> None:
+        if not self.table_exists(identifier):
+            if ignore_if_not_exists:
+                return
+            raise TableNotFoundError(f"table {identifier!r} does not exist")
+        self.file_io.delete(self.table_path(identifier), recursive=True)

@@ -1,0 +1,187 @@
+"""``paimonflow``: create, describe, write and read Paimon tables from a shell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import pyarrow as pa
+import typer
+from rich.console import Console
+from rich.table import Table as RichTable
+
+from .catalog import Catalog
+from .errors import PaimonflowError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Inspect and change Apache Paimon tables (filesystem catalog).")
+console = Console()
+
+Warehouse = Annotated[str, typer.Option("--warehouse", "-w", envvar="PAIMONFLOW_WAREHOUSE",
+                                        help="Warehouse path or URI (file:// or s3://).")]
+Identifier = Annotated[str, typer.Argument(help="<database>.<table>")]
+
+
+def _catalog(warehouse: str) -> Catalog:
+    return Catalog(warehouse)
+
+
+def _show(table: pa.Table, title: str | None = None, limit: int | None = None) -> None:
+    view = RichTable(title=title, show_lines=False)
+    for name in table.column_names:
+        view.add_column(name, overflow="fold")
+    rows = table.slice(0, limit) if limit is not None else table
+    for row in rows.to_pylist():
+        view.add_row(*("∅" if v is None else str(v) for v in row.values()))
+    console.print(view)
+    if limit is not None and table.num_rows > limit:
+        console.print(f"[dim]… {table.num_rows - limit} more rows[/dim]")
+
+
+def _parse_type(text: str) -> pa.DataType:
+    from .schema import to_arrow_type_from_text
+
+    return to_arrow_type_from_text(text)
+
+
+@app.command("create-database")
+def create_database(name: str, warehouse: Warehouse, ignore_if_exists: bool = False) -> None:
+    """Create a database."""
+    _catalog(warehouse).create_database(name, ignore_if_exists=ignore_if_exists)
+    console.print(f"created database [bold]{name}[/bold]")
+
+
+@app.command("list")
+def list_(warehouse: Warehouse, database: Annotated[str | None, typer.Argument()] = None) -> None:
+    """List databases, or the tables of one database."""
+    catalog = _catalog(warehouse)
+    for name in catalog.list_tables(database) if database else catalog.list_databases():
+        console.print(name)
+
+
+@app.command("create-table")
+def create_table(
+    identifier: Identifier,
+    warehouse: Warehouse,
+    column: Annotated[list[str], typer.Option("--column", "-c", help="name:TYPE, e.g. id:BIGINT, dt:STRING")],
+    primary_key: Annotated[list[str] | None, typer.Option("--primary-key", "-k")] = None,
+    partition_key: Annotated[list[str] | None, typer.Option("--partition-key", "-p")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="key=value")] = None,
+) -> None:
+    """Create a table from column specs."""
+    fields = []
+    for spec in column:
+        name, sep, type_text = spec.partition(":")
+        if not sep:
+            raise typer.BadParameter(f"column {spec!r} must be name:TYPE")
+        fields.append(pa.field(name, _parse_type(type_text)))
+    options = dict(o.split("=", 1) for o in option or [])
+    table = _catalog(warehouse).create_table(identifier, pa.schema(fields), primary_keys=primary_key or [],
+                                             partition_keys=partition_key or [], options=options)
+    console.print(f"created table [bold]{table.identifier}[/bold] at {table.path}")
+
+
+@app.command()
+def describe(identifier: Identifier, warehouse: Warehouse) -> None:
+    """Schema, keys, options and the latest snapshot of a table."""
+    table = _catalog(warehouse).get_table(identifier)
+    view = RichTable(title=f"{identifier} (schema {table.schema.id})")
+    view.add_column("id")
+    view.add_column("column")
+    view.add_column("type")
+    for f in table.schema.fields:
+        from .schema import type_to_json_value
+
+        view.add_row(str(f.id), f.name, json.dumps(type_to_json_value(f.type)).strip('"'))
+    console.print(view)
+    console.print(f"primary keys: {list(table.primary_keys) or '—'}   partition keys: {list(table.partition_keys) or '—'}")
+    console.print(f"options: {dict(table.schema.options)}")
+    latest = table.latest_snapshot()
+    console.print("latest snapshot: " + (f"{latest.id} ({latest.commit_kind.value}, {latest.total_record_count} records)"
+                                         if latest else "none"))
+
+
+@app.command()
+def snapshots(identifier: Identifier, warehouse: Warehouse) -> None:
+    """The table's snapshots."""
+    table = _catalog(warehouse).get_table(identifier)
+    _show(table.system_table("snapshots").select(
+        ["snapshot_id", "schema_id", "commit_kind", "commit_time", "total_record_count", "delta_record_count",
+         "commit_user"]), title=f"{identifier}$snapshots")
+
+
+@app.command()
+def files(identifier: Identifier, warehouse: Warehouse) -> None:
+    """Live data files of the latest snapshot."""
+    table = _catalog(warehouse).get_table(identifier)
+    _show(table.system_table("files").select(
+        ["partition", "bucket", "level", "record_count", "file_size_in_bytes", "file_path"]),
+        title=f"{identifier}$files")
+
+
+@app.command()
+def read(
+    identifier: Identifier,
+    warehouse: Warehouse,
+    limit: int = 20,
+    snapshot: Annotated[int | None, typer.Option(help="Time travel to a snapshot id.")] = None,
+    tag: Annotated[str | None, typer.Option(help="Time travel to a tag.")] = None,
+    output: Annotated[Path | None, typer.Option(help="Write all rows to a .parquet or .csv file instead.")] = None,
+) -> None:
+    """Print rows (or save them to a file)."""
+    table = _catalog(warehouse).get_table(identifier)
+    rows = table.read(snapshot_id=snapshot, tag=tag)
+    if output is not None:
+        _save(rows, output)
+        console.print(f"wrote {rows.num_rows} rows to {output}")
+    else:
+        _show(rows, title=identifier, limit=limit)
+
+
+def _save(rows: pa.Table, path: Path) -> None:
+    if path.suffix == ".csv":
+        import pyarrow.csv as csv
+
+        csv.write_csv(rows, path)
+    else:
+        import pyarrow.parquet as pq
+
+        pq.write_table(rows, path)
+
+
+@app.command()
+def write(
+    identifier: Identifier,
+    warehouse: Warehouse,
+    paths: Annotated[list[Path], typer.Argument(help="Parquet or CSV files")],
+    overwrite: bool = False,
+) -> None:
+    """Write Parquet/CSV files into a table as one commit."""
+    table = _catalog(warehouse).get_table(identifier)
+    parts = []
+    for path in paths:
+        if path.suffix == ".csv":
+            import pyarrow.csv as csv
+
+            convert = csv.ConvertOptions(column_types=table.arrow_schema)
+            parts.append(csv.read_csv(path, convert_options=convert))
+        else:
+            import pyarrow.parquet as pq
+
+            parts.append(pq.read_table(path))
+    data = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
+    result = table.write(data, overwrite=overwrite)
+    console.print_json(json.dumps(result.to_dict()))
+
+
+def main() -> None:
+    try:
+        app()
+    except PaimonflowError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,313 @@
+"""The committer: commit messages in, one snapshot out, safely across processes and machines.
+
+The protocol (Paimon's, with an atomic publish): read the latest snapshot, detect conflicts
+against it, write the new manifests and manifest lists, then publish ``snapshot-<latest+1>``
+with the storage's atomic create-if-absent. Losing the race means nothing of ours is visible:
+our new metadata files are deleted and the attempt is replanned. A publish that fails in an
+unknown way is never cleaned up; the next attempt first looks for our own snapshot by
+``(commit user, commit identifier, kind)``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .binary_row import deserialize_row, serialize_row
+from .errors import (
+    CommitConflictError,
+    CommitOutcomeUnknownError,
+    CommitRetriesExhaustedError,
+    PaimonflowError,
+    SchemaError,
+)
+from .manifest import FileKind, ManifestEntry, merge_entries
+from .manifest_io import ManifestIO
+from .options import CoreOptions
+from .schema import TableSchema
+from .snapshot import CommitKind, Snapshot, SnapshotManager
+from .write import CommitMessage
+
+BATCH_COMMIT_IDENTIFIER = 2**63 - 1  # Paimon's batch commits use Long.MAX_VALUE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitResult:
+    """What a commit did. ``snapshot_id`` is None for an empty commit that was skipped."""
+
+    snapshot_id: int | None
+    commit_kind: CommitKind | None
+    commit_user: str
+    commit_identifier: int
+    added_files: int = 0
+    deleted_files: int = 0
+    added_rows: int = 0
+    deleted_rows: int = 0
+    attempts: int = 0
+    already_committed: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "snapshot_id": self.snapshot_id,
+            "commit_kind": self.commit_kind.value if self.commit_kind else None,
+            "commit_user": self.commit_user,
+            "commit_identifier": self.commit_identifier,
+            "added_files": self.added_files,
+            "deleted_files": self.deleted_files,
+            "added_rows": self.added_rows,
+            "deleted_rows": self.deleted_rows,
+            "attempts": self.attempts,
+            "already_committed": self.already_committed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OverwriteSpec:
+    """Which partitions an OVERWRITE replaces: a static spec (prefix of the partition keys), every
+    partition present in the new files (``dynamic``), or the whole table (empty static spec)."""
+
+    static: Mapping[str, object] = field(default_factory=dict)
+    dynamic: bool = False
+
+
+class TableCommit:
+    """Commits messages into one table (one branch) as one committer identity."""
+
+    def __init__(self, *, file_io, table_path: str, schema: TableSchema, options: CoreOptions,
+                 snapshot_manager: SnapshotManager, manifest_io: ManifestIO, commit_user: str,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
+        self._snapshots, self._manifests = snapshot_manager, manifest_io
+        self.commit_user = commit_user
+        self._clock = clock
+        arrow_schema = schema.arrow_schema()
+        self._partition_types = [arrow_schema.field(k).type for k in schema.partition_keys]
+        self._key_types = [arrow_schema.field(k).type for k in schema.trimmed_primary_keys]
+
+    # -- public ------------------------------------------------------------------------------
+
+    def already_committed(self, commit_identifier: int) -> Snapshot | None:
+        """The snapshot of this user with an identifier >= ``commit_identifier``, if one exists.
+
+        Batch commits (``BATCH_COMMIT_IDENTIFIER``) are never deduplicated, as in Paimon.
+        """
+        if commit_identifier == BATCH_COMMIT_IDENTIFIER:
+            return None
+        found = self._snapshots.latest_of_user(self.commit_user)
+        if found is not None and found.commit_identifier >= commit_identifier:
+            return found
+        return None
+
+    def commit(self, messages: Sequence[CommitMessage], *, commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
+               overwrite: OverwriteSpec | None = None, properties: Mapping[str, str] | None = None,
+               kind: CommitKind | None = None) -> CommitResult:
+        """Commit ``messages`` as one snapshot (APPEND, or OVERWRITE with ``overwrite``).
+
+        Exactly once: if this commit user already committed ``commit_identifier`` (or a later
+        one), nothing is written and the existing snapshot is reported. Raises
+        CommitConflictError (nothing committed; replan), CommitRetriesExhaustedError, or
+        CommitOutcomeUnknownError (may have landed; retry with the same identity, never clean up).
+        """
+        existing = self.already_committed(commit_identifier)
+        if existing is not None:
+            return CommitResult(snapshot_id=existing.id, commit_kind=existing.commit_kind,
+                                commit_user=self.commit_user, commit_identifier=commit_identifier,
+                                already_committed=True)
+        for m in messages:
+            for f in m.new_files:
+                if f.schema_id > self._schema.id:
+                    raise SchemaError(f"file {f.file_name} was written with schema {f.schema_id}, newer than {self._schema.id}")
+        adds = [self._entry(FileKind.ADD, m, f) for m in messages for f in m.new_files]
+        deletes = [self._entry(FileKind.DELETE, m, f) for m in messages for f in m.deleted_files]
+        if kind is None:
+            kind = CommitKind.OVERWRITE if (overwrite is not None or deletes) else CommitKind.APPEND
+        if overwrite is None and not adds and not deletes and self._options.ignore_empty_commit:
+            return CommitResult(snapshot_id=None, commit_kind=None, commit_user=self.commit_user,
+                                commit_identifier=commit_identifier)
+        return self._try_commit(adds, deletes, overwrite, kind, commit_identifier, dict(properties or {}))
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def _try_commit(self, adds, deletes, overwrite, kind, identifier, properties) -> CommitResult:
+        options = self._options
+        started = self._clock()
+        attempt = 0
+        ambiguous_since: int | None = None  # latest id seen before an attempt whose outcome is unknown
+        while True:
+            attempt += 1
+            latest = self._snapshots.latest()
+            if ambiguous_since is not None:
+                mine = self._snapshots.find_by_commit(self.commit_user, identifier, kind, ambiguous_since + 1)
+                if mine is not None:
+                    return self._result(mine, adds, deletes, attempt)
+            base_entries = self._manifests.live_entries(latest) if latest is not None else []
+            delta = list(adds) + list(deletes)
+            if overwrite is not None:
+                delta = list(adds) + self._overwrite_deletes(base_entries, adds, overwrite)
+            self._check_conflicts(base_entries, delta, kind)
+            new_id = 1 if latest is None else latest.id + 1
+            written: list[str] = []
+            try:
+                snapshot = self._prepare_snapshot(latest, new_id, delta, kind, identifier, properties, written)
+            except BaseException:
+                self._manifests.delete_files(written)
+                raise
+            try:
+                landed = self._snapshots.try_publish(snapshot)
+            except PaimonflowError as exc:
+                if attempt > options.commit_max_retries:
+                    raise CommitOutcomeUnknownError(
+                        f"publishing snapshot {new_id} failed in an unknown way and retries are exhausted; "
+                        f"retry with commit user {self.commit_user!r} and identifier {identifier}: {exc}"
+                    ) from exc
+                ambiguous_since = latest.id if latest is not None else 0
+                self._sleep(attempt)
+                continue
+            if landed:
+                return self._result(snapshot, [e for e in delta if e.kind is FileKind.ADD],
+                                    [e for e in delta if e.kind is FileKind.DELETE], attempt)
+            # Lost the race: nothing we wrote is referenced by any snapshot. Remove it and replan.
+            self._manifests.delete_files(written)
+            timeout = options.commit_timeout_millis
+            if attempt > options.commit_max_retries or (
+                timeout is not None and (self._clock() - started) * 1000 > timeout
+            ):
+                raise CommitRetriesExhaustedError(
+                    f"commit lost the race for a new snapshot {attempt} times "
+                    f"(commit.max-retries={options.commit_max_retries}); nothing was committed"
+                )
+            self._sleep(attempt)
+
+    def _sleep(self, attempt: int) -> None:
+        low, high = self._options.commit_min_retry_wait_millis, self._options.commit_max_retry_wait_millis
+        wait = min(low * (2 ** min(attempt - 1, 30)), high)
+        time.sleep((wait + random.uniform(0, wait * 0.2)) / 1000.0)
+
+    def _result(self, snapshot: Snapshot, adds, deletes, attempts: int) -> CommitResult:
+        return CommitResult(
+            snapshot_id=snapshot.id, commit_kind=snapshot.commit_kind, commit_user=self.commit_user,
+            commit_identifier=snapshot.commit_identifier, added_files=len(adds), deleted_files=len(deletes),
+            added_rows=sum(e.file.row_count for e in adds), deleted_rows=sum(e.file.row_count for e in deletes),
+            attempts=attempts,
+        )
+
+    # -- pieces ------------------------------------------------------------------------------
+
+    def _entry(self, kind: FileKind, message: CommitMessage, file) -> ManifestEntry:
+        return ManifestEntry(kind=kind, partition=serialize_row(list(message.partition), self._partition_types),
+                             bucket=message.bucket, total_buckets=message.total_buckets, file=file)
+
+    def _overwrite_deletes(self, base: list[ManifestEntry], adds: list[ManifestEntry],
+                           spec: OverwriteSpec) -> list[ManifestEntry]:
+        keys = list(self._schema.partition_keys)
+        if spec.dynamic and keys:
+            targets = {e.partition for e in adds}
+            chosen = [e for e in base if e.partition in targets]
+        elif spec.static:
+            unknown = [k for k in spec.static if k not in keys]
+            if unknown:
+                raise SchemaError(f"overwrite partition spec names non-partition columns {unknown}")
+            positions = [(keys.index(k), v) for k, v in spec.static.items()]
+            decoded: dict[bytes, tuple] = {}
+            chosen = []
+            for e in base:
+                values = decoded.get(e.partition)
+                if values is None:
+                    values = decoded[e.partition] = deserialize_row(e.partition, self._partition_types)
+                if all(_same_partition_value(values[i], v) for i, v in positions):
+                    chosen.append(e)
+            for e in adds:
+                values = deserialize_row(e.partition, self._partition_types)
+                if not all(_same_partition_value(values[i], v) for i, v in positions):
+                    raise SchemaError(f"overwrite of {dict(spec.static)} got rows of partition {values}")
+        else:
+            chosen = list(base)
+        return [ManifestEntry(kind=FileKind.DELETE, partition=e.partition, bucket=e.bucket,
+                              total_buckets=e.total_buckets, file=e.file) for e in chosen]
+
+    def _check_conflicts(self, base: list[ManifestEntry], delta: list[ManifestEntry], kind: CommitKind) -> None:
+        # 1. a partition keeps its bucket count unless it is overwritten
+        if kind is not CommitKind.OVERWRITE:
+            counts: dict[bytes, int] = {}
+            for e in base:
+                counts.setdefault(e.partition, e.total_buckets)
+            for e in delta:
+                if e.kind is FileKind.ADD and counts.get(e.partition, e.total_buckets) != e.total_buckets:
+                    raise CommitConflictError(
+                        f"total buckets of partition changed from {counts[e.partition]} to {e.total_buckets} "
+                        "without overwrite; rescale the table with an overwrite"
+                    )
+        # 2. every file we delete must still be live
+        merged, leftover_deletes = merge_entries([*base, *delta])
+        if leftover_deletes:
+            names = ", ".join(sorted(e.file.file_name for e in leftover_deletes)[:5])
+            raise CommitConflictError(f"file deletion conflicts: {names} were already deleted by another commit")
+        # 3. at levels >= 1 the key ranges of a bucket's files must not overlap
+        if not self._key_types:
+            return
+        touched = {(e.partition, e.bucket) for e in delta if e.kind is FileKind.ADD and e.file.level > 0}
+        if not touched:
+            return
+        by_level: dict[tuple[bytes, int, int], list] = {}
+        for e in merged:
+            if (e.partition, e.bucket) in touched and e.file.level > 0:
+                by_level.setdefault((e.partition, e.bucket, e.file.level), []).append(
+                    (deserialize_row(e.file.min_key, self._key_types), deserialize_row(e.file.max_key, self._key_types),
+                     e.file.file_name))
+        for (_, bucket, level), files in by_level.items():
+            files.sort(key=lambda t: t[0])
+            for (_, prev_max, prev_name), (next_min, _, next_name) in zip(files, files[1:]):
+                if not prev_max < next_min:
+                    raise CommitConflictError(
+                        f"LSM conflict in bucket {bucket} level {level}: key ranges of {prev_name} and {next_name} overlap"
+                    )
+
+    def _prepare_snapshot(self, latest: Snapshot | None, new_id: int, delta: list[ManifestEntry], kind: CommitKind,
+                          identifier: int, properties: dict, written: list[str]) -> Snapshot:
+        delta_metas = self._manifests.write_manifests(delta, self._schema.id, written)
+        previous = self._manifests.data_manifests(latest) if latest is not None else []
+        base_metas = self._manifests.merge(previous, written)
+        base_list, base_size = self._manifests.write_list(base_metas, written)
+        delta_list, delta_size = self._manifests.write_list(delta_metas, written)
+        added = sum(e.file.row_count for e in delta if e.kind is FileKind.ADD)
+        removed = sum(e.file.row_count for e in delta if e.kind is FileKind.DELETE)
+        return Snapshot(
+            version=3,
+            id=new_id,
+            schema_id=self._schema.id,
+            base_manifest_list=base_list,
+            base_manifest_list_size=base_size,
+            delta_manifest_list=delta_list,
+            delta_manifest_list_size=delta_size,
+            changelog_manifest_list=None,
+            changelog_manifest_list_size=None,
+            index_manifest=latest.index_manifest if latest is not None else None,
+            commit_user=self.commit_user,
+            commit_identifier=identifier,
+            commit_kind=kind,
+            time_millis=int(self._clock() * 1000),
+            total_record_count=(latest.total_record_count or 0 if latest is not None else 0) + added - removed,
+            delta_record_count=added - removed,
+            changelog_record_count=None,
+            watermark=latest.watermark if latest is not None else None,
+            statistics=latest.statistics if latest is not None and latest.schema_id == self._schema.id else None,
+            properties=properties or None,
+            uuid=str(uuid.uuid4()),
+        )
+
+
+def _same_partition_value(actual: object, wanted: object) -> bool:
+    if actual == wanted:
+        return True
+    return str(actual) == str(wanted)
+
+
+def new_commit_user(prefix: str | None = None) -> str:
+    """Paimon's default: a UUID, or ``<prefix>_<uuid>``."""
+    return f"{prefix}_{uuid.uuid4()}" if prefix else str(uuid.uuid4())
+
+
+__all__ = ["BATCH_COMMIT_IDENTIFIER", "CommitResult", "OverwriteSpec", "TableCommit", "new_commit_user"]

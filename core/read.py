@@ -1,0 +1,210 @@
+"""Reads: scan planning (partition pruning, statistics-based file skipping) and the vectorized
+merge-on-read of primary-key tables.
+
+A :class:`Split` is one (partition, bucket) with its live files. Append splits are read file by
+file. Primary-key splits are merged: rows of all files are sorted by (key, sequence number)
+with a stable vectorized sort, the newest row of each key wins, and retractions (-U, -D) drop
+the key. Results come as a pyarrow Table or as a stream of record batches, one split at a time,
+so memory is bounded by the largest split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import data_file as df
+from .binary_row import deserialize_row
+from .fs import join
+from .manifest import DataFileMeta, ManifestEntry
+from .options import CoreOptions
+from .predicate import ColumnStats, Predicate, filter_table
+from .schema import TableSchema, evolve_table
+from .write import bucket_directory
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Split:
+    """One (partition, bucket) and the live files a read must merge."""
+
+    partition: tuple[object, ...]
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+
+class ScanPlanner:
+    """Plans the splits of one snapshot's live files for a predicate."""
+
+    def __init__(self, *, table_path: str, schema: TableSchema, options: CoreOptions, schemas) -> None:
+        self._path, self._schema, self._options = table_path, schema, options
+        self._schemas = schemas  # schema id -> TableSchema (for statistics of older files)
+        arrow = schema.arrow_schema()
+        self._partition_types = [arrow.field(k).type for k in schema.partition_keys]
+        self._key_types = [arrow.field(k).type for k in schema.trimmed_primary_keys]
+
+    def plan(self, entries: Sequence[ManifestEntry], predicate: Predicate | None) -> list[Split]:
+        partition_keys = list(self._schema.partition_keys)
+        partition_pred = predicate.only_on(set(partition_keys)) if predicate is not None and partition_keys else None
+        decoded: dict[bytes, tuple[object, ...]] = {}
+        accepted: dict[bytes, bool] = {}
+        groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+        for e in entries:
+            if e.partition not in decoded:
+                values = deserialize_row(e.partition, self._partition_types)
+                decoded[e.partition] = values
+                accepted[e.partition] = partition_pred is None or partition_pred.might_match({
+                    k: ColumnStats(v, v, int(v is None), 1) for k, v in zip(partition_keys, values, strict=True)
+                })
+            if not accepted[e.partition]:
+                continue
+            if predicate is not None and not self._file_might_match(e.file, predicate):
+                continue
+            groups.setdefault((e.partition, e.bucket), []).append(e)
+        splits = []
+        for (partition, bucket), group in sorted(groups.items(), key=lambda kv: (str(decoded[kv[0][0]]), kv[0][1])):
+            files = sorted((e.file for e in group), key=lambda f: (f.min_sequence_number, f.file_name))
+            splits.append(Split(partition=decoded[partition], bucket=bucket,
+                                total_buckets=group[0].total_buckets, files=tuple(files)))
+        return splits
+
+    def _file_might_match(self, f: DataFileMeta, predicate: Predicate) -> bool:
+        schema = self._schemas(f.schema_id)
+        stats: dict[str, ColumnStats] = {}
+        names_by_id = {field.id: field.name for field in self._schema.fields}
+        if self._schema.primary_keys:
+            # Only key statistics are safe: a value filter must see the merged row, not a file's rows.
+            key_names = list(schema.trimmed_primary_keys)
+            key_types = [schema.arrow_schema().field(k).type for k in key_names]
+            stats.update(_decode_stats(f.key_stats, key_names, key_types, f.row_count, schema, names_by_id))
+        elif f.value_stats_cols is None or f.value_stats_cols:
+            names = list(f.value_stats_cols) if f.value_stats_cols else [x.name for x in schema.fields]
+            arrow = schema.arrow_schema()
+            types = [arrow.field(n).type for n in names]
+            stats.update(_decode_stats(f.value_stats, names, types, f.row_count, schema, names_by_id))
+        if not stats:
+            return True
+        return predicate.might_match(stats)
+
+
+def _decode_stats(s, names, types, row_count, file_schema: TableSchema, names_by_id) -> dict[str, ColumnStats]:
+    """Statistics of a file keyed by the *current* column names (matched through field ids)."""
+    if not names:
+        return {}
+    try:
+        lows = deserialize_row(s.min_values, types)
+        highs = deserialize_row(s.max_values, types)
+    except Exception:  # statistics we cannot decode are simply unknown
+        return {}
+    nulls = list(s.null_counts) if s.null_counts else [None] * len(names)
+    out = {}
+    for name, lo, hi, n in zip(names, lows, highs, nulls, strict=False):
+        field = file_schema.field(name)
+        current = names_by_id.get(field.id) if field is not None else None
+        if current is None:
+            continue
+        if type(file_schema.arrow_schema().field(name).type) is not type(types[names.index(name)]):
+            continue
+        out[current] = ColumnStats(lo, hi, n, row_count)
+    return out
+
+
+class SplitReader:
+    """Reads splits into Arrow (projection, filter, merge-on-read, schema evolution)."""
+
+    def __init__(self, *, file_io, table_path: str, schema: TableSchema, options: CoreOptions, schemas) -> None:
+        self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
+        self._schemas = schemas
+        self._arrow = schema.arrow_schema()
+        self._keys = list(schema.trimmed_primary_keys)
+        self._is_pk = bool(schema.primary_keys)
+
+    def output_schema(self, columns: Sequence[str] | None) -> pa.Schema:
+        if columns is None:
+            return self._arrow
+        return pa.schema([self._arrow.field(c) for c in columns])
+
+    def read(self, splits: Sequence[Split], *, columns: Sequence[str] | None = None,
+             predicate: Predicate | None = None) -> pa.Table:
+        out_schema = self.output_schema(columns)
+        if not splits:
+            return out_schema.empty_table()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            tables = list(pool.map(lambda s: self.read_split(s, columns=columns, predicate=predicate), splits))
+        return pa.concat_tables(tables)
+
+    def read_batches(self, splits: Sequence[Split], *, columns: Sequence[str] | None = None,
+                     predicate: Predicate | None = None) -> Iterator[pa.RecordBatch]:
+        for split in splits:
+            yield from self.read_split(split, columns=columns, predicate=predicate).to_batches()
+
+    def read_split(self, split: Split, *, columns: Sequence[str] | None = None,
+                   predicate: Predicate | None = None) -> pa.Table:
+        wanted = list(columns) if columns is not None else list(self._arrow.names)
+        needed = list(dict.fromkeys([*wanted, *(sorted(predicate.fields()) if predicate else [])]))
+        unknown = [c for c in needed if self._arrow.get_field_index(c) < 0]
+        if unknown:
+            from .errors import SchemaError
+
+            raise SchemaError(f"unknown columns {unknown}; the table has {self._arrow.names}")
+        if self._is_pk:
+            table = self._merge(split, needed)
+        else:
+            parts = [self._read_file(split, f, needed, system=False) for f in split.files]
+            table = pa.concat_tables(parts) if parts else self.output_schema(needed).empty_table()
+        table = filter_table(table, predicate)
+        return table.select(wanted)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _read_file(self, split: Split, f: DataFileMeta, columns: list[str], *, system: bool) -> pa.Table:
+        """One file's ``columns`` (current names), evolved to the current schema; plus the key
+        columns, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` when ``system``."""
+        data_schema = self._schemas(f.schema_id)
+        current_ids = {fld.name: fld.id for fld in self._schema.fields}
+        data_names = {fld.id: fld.name for fld in data_schema.fields}
+        physical = [data_names[current_ids[c]] for c in columns if current_ids[c] in data_names]
+        extra = [df.SEQUENCE_NUMBER, df.VALUE_KIND] if system else []
+        directory = bucket_directory(self._path, self._schema, self._options, split.partition, split.bucket)
+        path = f.external_path or join(directory, f.file_name)
+        with self._file_io.open_input(path) as stream:
+            raw = df.decode_file(stream, df.format_of(f.file_name), [*physical, *extra])
+        values = evolve_table(raw, data_schema, self._schema, columns)
+        if system:
+            values = values.append_column(df.SEQUENCE_NUMBER, raw.column(df.SEQUENCE_NUMBER))
+            values = values.append_column(df.VALUE_KIND, raw.column(df.VALUE_KIND))
+        return values
+
+    def _merge(self, split: Split, needed: list[str]) -> pa.Table:
+        columns = list(dict.fromkeys([*self._keys, *needed]))
+        single = len(split.files) == 1 and not split.files[0].delete_row_count
+        if single:
+            # One key-unique file without retractions: nothing to merge.
+            return self._read_file(split, split.files[0], columns, system=False)
+        parts = [self._read_file(split, f, columns, system=True) for f in split.files]
+        table = pa.concat_tables(parts).combine_chunks()
+        if table.num_rows == 0:
+            return table.select(columns)
+        sort_keys = [(k, "ascending") for k in self._keys] + [(df.SEQUENCE_NUMBER, "ascending")]
+        order = pc.sort_indices(table.select([*self._keys, df.SEQUENCE_NUMBER]), sort_keys=sort_keys)
+        table = table.take(order)
+        n = table.num_rows
+        last = np.ones(n, dtype=bool)
+        if n > 1:
+            same = np.ones(n - 1, dtype=bool)
+            for k in self._keys:
+                column = table.column(k)
+                same &= pc.equal(column.slice(0, n - 1), column.slice(1)).to_numpy(zero_copy_only=False)
+            last[:-1] = ~same
+        kinds = table.column(df.VALUE_KIND).to_numpy()
+        keep = last & ((kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER))
+        return table.filter(pa.array(keep)).select(columns)

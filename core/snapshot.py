@@ -1,0 +1,351 @@
+"""Snapshots (``snapshot/snapshot-N`` JSON, version 3), the LATEST/EARLIEST hints, and tags.
+
+Hints are only hints: correctness comes from which snapshot files exist. ``try_publish`` is the
+one place a snapshot becomes visible, through the storage's atomic create-if-absent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import Any
+
+from .errors import CorruptMetadataError, FileNotFoundStorageError, SnapshotNotFoundError, StorageError
+from .fs import join
+from .names import validate_name
+
+SNAPSHOT_PREFIX = "snapshot-"
+LATEST, EARLIEST = "LATEST", "EARLIEST"
+
+
+class CommitKind(str, Enum):
+    APPEND = "APPEND"
+    COMPACT = "COMPACT"
+    OVERWRITE = "OVERWRITE"
+    ANALYZE = "ANALYZE"
+
+
+# (python name, JSON name, required) in Java's field order.
+_FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("version", "version", False),
+    ("uuid", "uuid", False),
+    ("id", "id", True),
+    ("schema_id", "schemaId", True),
+    ("base_manifest_list", "baseManifestList", True),
+    ("base_manifest_list_size", "baseManifestListSize", False),
+    ("delta_manifest_list", "deltaManifestList", True),
+    ("delta_manifest_list_size", "deltaManifestListSize", False),
+    ("changelog_manifest_list", "changelogManifestList", False),
+    ("changelog_manifest_list_size", "changelogManifestListSize", False),
+    ("index_manifest", "indexManifest", False),
+    ("commit_user", "commitUser", True),
+    ("writer_version", "writerVersion", False),
+    ("commit_identifier", "commitIdentifier", True),
+    ("commit_kind", "commitKind", True),
+    ("time_millis", "timeMillis", True),
+    ("total_record_count", "totalRecordCount", False),
+    ("delta_record_count", "deltaRecordCount", False),
+    ("changelog_record_count", "changelogRecordCount", False),
+    ("watermark", "watermark", False),
+    ("statistics", "statistics", False),
+    ("properties", "properties", False),
+    ("next_row_id", "nextRowId", False),
+    ("operation", "operation", False),
+)
+_ALWAYS_WRITTEN = {"version", "id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser",
+                   "commitIdentifier", "commitKind", "timeMillis", "totalRecordCount", "deltaRecordCount"}
+_INT_FIELDS = {"version", "id", "schemaId", "baseManifestListSize", "deltaManifestListSize",
+               "changelogManifestListSize", "commitIdentifier", "timeMillis", "totalRecordCount",
+               "deltaRecordCount", "changelogRecordCount", "watermark", "nextRowId"}
+_STR_FIELDS = {"uuid", "baseManifestList", "deltaManifestList", "changelogManifestList", "indexManifest",
+               "commitUser", "writerVersion", "statistics", "operation"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    version: int = 3
+    uuid: str | None = None
+    id: int
+    schema_id: int
+    base_manifest_list: str
+    base_manifest_list_size: int | None = None
+    delta_manifest_list: str
+    delta_manifest_list_size: int | None = None
+    changelog_manifest_list: str | None = None
+    changelog_manifest_list_size: int | None = None
+    index_manifest: str | None = None
+    commit_user: str
+    writer_version: str | None = None
+    commit_identifier: int
+    commit_kind: CommitKind
+    time_millis: int
+    total_record_count: int | None = None
+    delta_record_count: int | None = None
+    changelog_record_count: int | None = None
+    watermark: int | None = None
+    statistics: str | None = None
+    properties: Mapping[str, str] | None = None
+    next_row_id: int | None = None
+    operation: str | None = None
+    # Tag files are snapshots plus these two (Paimon's Tag class); None in snapshot files.
+    tag_create_time: Any = None
+    tag_time_retained: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {}
+        for attr, key, _ in _FIELDS:
+            value = getattr(self, attr)
+            if value is None and key not in _ALWAYS_WRITTEN:
+                continue
+            doc[key] = value.value if isinstance(value, CommitKind) else (dict(value) if isinstance(value, Mapping) else value)
+        if self.tag_create_time is not None:
+            doc["tagCreateTime"] = self.tag_create_time
+        if self.tag_time_retained is not None:
+            doc["tagTimeRetained"] = self.tag_time_retained
+        return doc
+
+    def to_json(self) -> bytes:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False).encode("utf-8")
+
+    def same_commit(self, other: Snapshot) -> bool:
+        return (self.commit_user, self.commit_identifier, self.commit_kind) == (
+            other.commit_user, other.commit_identifier, other.commit_kind)
+
+    @classmethod
+    def from_json(cls, data: bytes, path: str = "<snapshot>") -> Snapshot:
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorruptMetadataError(path, f"not valid JSON ({exc.__class__.__name__}: {exc})") from None
+        if not isinstance(doc, dict):
+            raise CorruptMetadataError(path, f"expected a JSON object, found {type(doc).__name__}")
+        values: dict[str, Any] = {}
+        for attr, key, required in _FIELDS:
+            if key not in doc or doc[key] is None:
+                if required:
+                    raise CorruptMetadataError(path, f"required field {key!r} is missing")
+                continue
+            value = doc[key]
+            if key in _INT_FIELDS and (not isinstance(value, int) or isinstance(value, bool)):
+                raise CorruptMetadataError(path, f"field {key!r} must be an integer, found {value!r}")
+            if key in _STR_FIELDS and not isinstance(value, str):
+                raise CorruptMetadataError(path, f"field {key!r} must be a string, found {value!r}")
+            if key == "commitKind":
+                try:
+                    value = CommitKind(value)
+                except ValueError:
+                    raise CorruptMetadataError(path, f"unknown commitKind {value!r}") from None
+            if key == "properties" and not isinstance(value, dict):
+                raise CorruptMetadataError(path, "field 'properties' must be an object")
+            values[attr] = value
+        values["tag_create_time"] = doc.get("tagCreateTime")
+        values["tag_time_retained"] = doc.get("tagTimeRetained")
+        return cls(**values)
+
+
+def _parse_id(name: str, prefix: str) -> int | None:
+    if not name.startswith(prefix):
+        return None
+    rest = name[len(prefix):]
+    return int(rest) if rest.isdigit() else None
+
+
+class SnapshotManager:
+    """The snapshots of one branch of a table."""
+
+    def __init__(self, file_io, table_path: str, branch: str = "main") -> None:
+        self.file_io = file_io
+        self.table_path = table_path
+        root = table_path if branch == "main" else join(table_path, "branch", f"branch-{validate_name('branch', branch)}")
+        self.directory = join(root, "snapshot")
+
+    def path(self, snapshot_id: int) -> str:
+        return join(self.directory, f"{SNAPSHOT_PREFIX}{snapshot_id}")
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def try_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        path = self.path(snapshot_id)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundStorageError:
+            return None
+        snapshot = Snapshot.from_json(data, path)
+        if snapshot.id != snapshot_id:
+            raise CorruptMetadataError(path, f"holds snapshot id {snapshot.id}")
+        return snapshot
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        found = self.try_snapshot(snapshot_id)
+        if found is None:
+            earliest = self.earliest_id()
+            latest = self.latest_id()
+            raise SnapshotNotFoundError(
+                f"snapshot {snapshot_id} does not exist (the table has snapshots "
+                f"{earliest}..{latest})" if latest else f"snapshot {snapshot_id} does not exist (the table has none)"
+            )
+        return found
+
+    def exists(self, snapshot_id: int) -> bool:
+        return self.file_io.exists(self.path(snapshot_id))
+
+    def list_ids(self) -> list[int]:
+        ids = []
+        for status in self.file_io.list_dir(self.directory):
+            sid = _parse_id(status.path.rstrip("/").rsplit("/", 1)[-1], SNAPSHOT_PREFIX)
+            if sid is not None:
+                ids.append(sid)
+        return sorted(ids)
+
+    def _read_hint(self, name: str) -> int | None:
+        try:
+            text = self.file_io.read_bytes(join(self.directory, name)).decode("ascii").strip()
+        except (FileNotFoundStorageError, UnicodeDecodeError, StorageError):
+            return None
+        return int(text) if text.isdigit() and int(text) > 0 else None
+
+    def latest_id(self) -> int | None:
+        hint = self._read_hint(LATEST)
+        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+            return hint
+        ids = self.list_ids()
+        return ids[-1] if ids else None
+
+    def earliest_id(self) -> int | None:
+        hint = self._read_hint(EARLIEST)
+        if hint is not None and self.exists(hint):
+            return hint
+        ids = self.list_ids()
+        return ids[0] if ids else None
+
+    def latest(self) -> Snapshot | None:
+        for _ in range(3):
+            sid = self.latest_id()
+            if sid is None:
+                return None
+            found = self.try_snapshot(sid)
+            if found is not None:
+                return found  # else expired between listing and reading: look again
+        return None
+
+    def earliest(self) -> Snapshot | None:
+        sid = self.earliest_id()
+        return None if sid is None else self.try_snapshot(sid)
+
+    def snapshots(self) -> Iterator[Snapshot]:
+        for sid in self.list_ids():
+            found = self.try_snapshot(sid)
+            if found is not None:
+                yield found
+
+    def snapshot_at_or_before_time(self, millis: int) -> Snapshot | None:
+        """The newest snapshot committed at or before ``millis`` (binary search over ids)."""
+        ids = self.list_ids()
+        lo, hi, best = 0, len(ids) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            snap = self.try_snapshot(ids[mid])
+            if snap is None:
+                ids.pop(mid)
+                hi -= 1
+                continue
+            if snap.time_millis <= millis:
+                best, lo = snap, mid + 1
+            else:
+                hi = mid - 1
+        return best
+
+    def find_by_commit(self, commit_user: str, commit_identifier: int, kind: CommitKind, from_id: int) -> Snapshot | None:
+        latest = self.latest_id()
+        if latest is None:
+            return None
+        for sid in range(max(from_id, 1), latest + 1):
+            snap = self.try_snapshot(sid)
+            if snap is not None and snap.commit_user == commit_user and snap.commit_identifier == commit_identifier \
+                    and snap.commit_kind == kind:
+                return snap
+        return None
+
+    def latest_of_user(self, commit_user: str) -> Snapshot | None:
+        """The newest snapshot committed by ``commit_user`` (walking back; stops at expired ids)."""
+        latest = self.latest_id()
+        if latest is None:
+            return None
+        earliest = self.earliest_id() or 1
+        for sid in range(latest, earliest - 1, -1):
+            snap = self.try_snapshot(sid)
+            if snap is None:
+                return None
+            if snap.commit_user == commit_user:
+                return snap
+        return None
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def try_publish(self, snapshot: Snapshot) -> bool:
+        """Atomically create ``snapshot-<id>``. True if ours landed; False if the id was taken.
+
+        A storage error whose outcome is unclear is resolved by reading the file back: if it
+        holds our commit, it landed. Otherwise the error propagates (outcome unknown).
+        """
+        path = self.path(snapshot.id)
+        try:
+            created = self.file_io.create_if_absent(path, snapshot.to_json())
+        except StorageError:
+            existing = self.try_snapshot(snapshot.id)
+            if existing is not None and existing.uuid == snapshot.uuid and existing.same_commit(snapshot):
+                created = True
+            else:
+                raise
+        if created:
+            self._write_hint(LATEST, snapshot.id)
+        return created
+
+    def _write_hint(self, name: str, value: int) -> None:
+        try:
+            self.file_io.write_bytes(join(self.directory, name), str(value).encode("ascii"))
+        except StorageError:
+            pass  # hints are only hints
+
+    def write_earliest_hint(self, snapshot_id: int) -> None:
+        self._write_hint(EARLIEST, snapshot_id)
+
+
+class TagManager:
+    """Tags (``tag/tag-<name>``): a snapshot JSON plus optional ``tagCreateTime``/``tagTimeRetained``."""
+
+    def __init__(self, file_io, table_path: str) -> None:
+        self.file_io = file_io
+        self.directory = join(table_path, "tag")
+
+    def tag_path(self, name: str) -> str:
+        return join(self.directory, f"tag-{validate_name('tag', name)}")
+
+    def get(self, name: str) -> Snapshot:
+        path = self.tag_path(name)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundStorageError:
+            raise SnapshotNotFoundError(f"tag {name!r} does not exist") from None
+        return Snapshot.from_json(data, path)
+
+    def list_tags(self) -> dict[str, Snapshot]:
+        tags = {}
+        for status in self.file_io.list_dir(self.directory):
+            name = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if name.startswith("tag-") and not name.startswith("."):
+                try:
+                    tags[name[4:]] = Snapshot.from_json(self.file_io.read_bytes(status.path), status.path)
+                except FileNotFoundStorageError:
+                    continue
+        return tags
+
+    def create(self, name: str, snapshot: Snapshot, *, create_time: list[int] | None = None,
+               time_retained: str | None = None) -> bool:
+        tagged = replace(snapshot, tag_create_time=create_time, tag_time_retained=time_retained)
+        return self.file_io.create_if_absent(self.tag_path(name), tagged.to_json())
+
+
+__all__ = ["CommitKind", "Snapshot", "SnapshotManager", "TagManager"]

@@ -1,0 +1,141 @@
+"""System tables (``$snapshots``, ``$schemas``, ``$options``, ``$files``, ``$manifests``, ``$tags``)
+as Arrow tables, with Apache Paimon's column names."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from .binary_row import deserialize_row
+from .errors import PaimonflowError
+from .fs import join
+from .schema import type_to_json_value
+from .write import bucket_directory
+
+_TS = pa.timestamp("ms")
+
+
+def _snapshots(table) -> pa.Table:
+    rows = list(table.snapshot_manager.snapshots())
+    return pa.table({
+        "snapshot_id": pa.array([s.id for s in rows], pa.int64()),
+        "schema_id": pa.array([s.schema_id for s in rows], pa.int64()),
+        "commit_user": pa.array([s.commit_user for s in rows], pa.string()),
+        "commit_identifier": pa.array([s.commit_identifier for s in rows], pa.int64()),
+        "commit_kind": pa.array([s.commit_kind.value for s in rows], pa.string()),
+        "commit_time": pa.array([s.time_millis for s in rows], pa.int64()).cast(_TS),
+        "base_manifest_list": pa.array([s.base_manifest_list for s in rows], pa.string()),
+        "delta_manifest_list": pa.array([s.delta_manifest_list for s in rows], pa.string()),
+        "changelog_manifest_list": pa.array([s.changelog_manifest_list for s in rows], pa.string()),
+        "total_record_count": pa.array([s.total_record_count for s in rows], pa.int64()),
+        "delta_record_count": pa.array([s.delta_record_count for s in rows], pa.int64()),
+        "changelog_record_count": pa.array([s.changelog_record_count for s in rows], pa.int64()),
+        "watermark": pa.array([s.watermark for s in rows], pa.int64()),
+    })
+
+
+def _schemas(table) -> pa.Table:
+    manager = table.schema_manager
+    rows = [manager.schema(i) for i in manager.list_ids()]
+    return pa.table({
+        "schema_id": pa.array([s.id for s in rows], pa.int64()),
+        "fields": pa.array([json.dumps([{"id": f.id, "name": f.name, "type": type_to_json_value(f.type)}
+                                        for f in s.fields]) for s in rows], pa.string()),
+        "partition_keys": pa.array([json.dumps(list(s.partition_keys)) for s in rows], pa.string()),
+        "primary_keys": pa.array([json.dumps(list(s.primary_keys)) for s in rows], pa.string()),
+        "options": pa.array([json.dumps(dict(s.options)) for s in rows], pa.string()),
+        "comment": pa.array([s.comment for s in rows], pa.string()),
+        "update_time": pa.array([s.time_millis for s in rows], pa.int64()).cast(_TS),
+    })
+
+
+def _options(table) -> pa.Table:
+    items = sorted(table.schema.options.items())
+    return pa.table({"key": pa.array([k for k, _ in items], pa.string()),
+                     "value": pa.array([v for _, v in items], pa.string())})
+
+
+def _partition_text(keys, values) -> str | None:
+    if not keys:
+        return None
+    return "{" + ", ".join(f"{k}={v}" for k, v in zip(keys, values, strict=True)) + "}"
+
+
+def _files(table) -> pa.Table:
+    snapshot = table.latest_snapshot()
+    entries = table.manifest_io.live_entries(snapshot) if snapshot is not None else []
+    keys = list(table.partition_keys)
+    types = [table.arrow_schema.field(k).type for k in keys]
+    cols: dict[str, list] = {n: [] for n in (
+        "partition", "bucket", "file_path", "file_format", "schema_id", "level", "record_count",
+        "file_size_in_bytes", "min_sequence_number", "max_sequence_number", "creation_time", "delete_row_count",
+        "file_source")}
+    for e in entries:
+        values = deserialize_row(e.partition, types)
+        f = e.file
+        cols["partition"].append(_partition_text(keys, values))
+        cols["bucket"].append(e.bucket)
+        directory = bucket_directory(table.path, table.schema, table.options, values, e.bucket)
+        cols["file_path"].append(f.external_path or join(directory, f.file_name))
+        cols["file_format"].append(f.file_name.rsplit(".", 1)[-1])
+        cols["schema_id"].append(f.schema_id)
+        cols["level"].append(f.level)
+        cols["record_count"].append(f.row_count)
+        cols["file_size_in_bytes"].append(f.file_size)
+        cols["min_sequence_number"].append(f.min_sequence_number)
+        cols["max_sequence_number"].append(f.max_sequence_number)
+        cols["creation_time"].append(f.creation_time_millis)
+        cols["delete_row_count"].append(f.delete_row_count)
+        cols["file_source"].append({0: "APPEND", 1: "COMPACT"}.get(f.file_source) if f.file_source is not None else None)
+    schema = pa.schema([
+        ("partition", pa.string()), ("bucket", pa.int32()), ("file_path", pa.string()), ("file_format", pa.string()),
+        ("schema_id", pa.int64()), ("level", pa.int32()), ("record_count", pa.int64()),
+        ("file_size_in_bytes", pa.int64()), ("min_sequence_number", pa.int64()), ("max_sequence_number", pa.int64()),
+        ("creation_time", pa.int64()), ("delete_row_count", pa.int64()), ("file_source", pa.string()),
+    ])
+    out = pa.table(cols, schema=schema)
+    return out.set_column(out.schema.get_field_index("creation_time"), "creation_time",
+                          out.column("creation_time").cast(_TS))
+
+
+def _manifests(table) -> pa.Table:
+    snapshot = table.latest_snapshot()
+    metas = table.manifest_io.data_manifests(snapshot) if snapshot is not None else []
+    return pa.table({
+        "file_name": pa.array([m.file_name for m in metas], pa.string()),
+        "file_size": pa.array([m.file_size for m in metas], pa.int64()),
+        "num_added_files": pa.array([m.num_added_files for m in metas], pa.int64()),
+        "num_deleted_files": pa.array([m.num_deleted_files for m in metas], pa.int64()),
+        "schema_id": pa.array([m.schema_id for m in metas], pa.int64()),
+    })
+
+
+def _tags(table) -> pa.Table:
+    tags = table.tag_manager.list_tags()
+    names = sorted(tags)
+    return pa.table({
+        "tag_name": pa.array(names, pa.string()),
+        "snapshot_id": pa.array([tags[n].id for n in names], pa.int64()),
+        "schema_id": pa.array([tags[n].schema_id for n in names], pa.int64()),
+        "commit_time": pa.array([tags[n].time_millis for n in names], pa.int64()).cast(_TS),
+        "record_count": pa.array([tags[n].total_record_count for n in names], pa.int64()),
+    })
+
+
+SYSTEM_TABLES: dict[str, Callable] = {
+    "snapshots": _snapshots, "schemas": _schemas, "options": _options,
+    "files": _files, "manifests": _manifests, "tags": _tags,
+}
+
+
+class UnknownSystemTableError(PaimonflowError, LookupError):
+    pass
+
+
+def load(table, name: str) -> pa.Table:
+    loader = SYSTEM_TABLES.get(name.lstrip("$"))
+    if loader is None:
+        raise UnknownSystemTableError(f"unknown system table {name!r}; known: {', '.join(sorted(SYSTEM_TABLES))}")
+    return loader(table)

@@ -1,0 +1,227 @@
+"""A Paimon table: the public face for writing, reading, time travel and inspection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from functools import cache, cached_property
+
+import pyarrow as pa
+
+from .binary_row import serialize_row
+from .commit import BATCH_COMMIT_IDENTIFIER, CommitResult, OverwriteSpec, TableCommit, new_commit_user
+from .errors import CommitOutcomeUnknownError, SnapshotNotFoundError, TagNotFoundError
+from .fs import FileIO
+from .manifest_io import ManifestIO
+from .names import validate_name
+from .options import CoreOptions
+from .predicate import Predicate
+from .read import ScanPlanner, Split, SplitReader
+from .schema import SchemaManager, TableSchema
+from .snapshot import Snapshot, SnapshotManager, TagManager
+from .write import TableWrite
+
+
+class Table:
+    """One table (the ``main`` branch) of a warehouse.
+
+    Obtain it from :class:`~paimonflow.core.catalog.Catalog`. The object holds the schema it was
+    opened with; ``refresh()`` returns a new object after schema changes by others.
+    """
+
+    def __init__(self, *, file_io: FileIO, path: str, identifier: str, schema: TableSchema) -> None:
+        self.file_io, self.path, self.identifier, self.schema = file_io, path, identifier, schema
+        self.options = CoreOptions.from_map(schema.options)
+        self.snapshot_manager = SnapshotManager(file_io, path)
+        self.schema_manager = SchemaManager(file_io, path)
+        self.tag_manager = TagManager(file_io, path)
+        self.manifest_io = ManifestIO(file_io=file_io, table_path=path, schema=schema, options=self.options)
+
+    def __repr__(self) -> str:
+        return f"Table({self.identifier!r}, path={self.path!r}, schema_id={self.schema.id})"
+
+    # -- facts -------------------------------------------------------------------------------
+
+    @property
+    def primary_keys(self) -> tuple[str, ...]:
+        return tuple(self.schema.primary_keys)
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        return tuple(self.schema.partition_keys)
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        return self.schema.arrow_schema()
+
+    def refresh(self) -> Table:
+        return Table(file_io=self.file_io, path=self.path, identifier=self.identifier,
+                     schema=self.schema_manager.latest())
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.snapshot_manager.latest()
+
+    def _schema_by_id(self, schema_id: int) -> TableSchema:
+        return self._schema_cache(schema_id)
+
+    @cached_property
+    def _schema_cache(self):
+        @cache
+        def load(schema_id: int) -> TableSchema:
+            return self.schema if schema_id == self.schema.id else self.schema_manager.schema(schema_id)
+
+        return load
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def new_write(self) -> TableWrite:
+        """A writer producing commit messages (for distributed writers: one per task)."""
+        latest = self.snapshot_manager.latest()
+        sequences: dict[tuple[bytes, int], int] | None = None
+        partition_types = [self.arrow_schema.field(k).type for k in self.partition_keys]
+
+        def next_sequence(partition: tuple[object, ...], bucket: int) -> int:
+            nonlocal sequences
+            if latest is None:
+                return 0
+            if sequences is None:
+                sequences = {}
+                for e in self.manifest_io.live_entries(latest):
+                    key = (e.partition, e.bucket)
+                    sequences[key] = max(sequences.get(key, -1), e.file.max_sequence_number)
+            return sequences.get((serialize_row(list(partition), partition_types), bucket), -1) + 1
+
+        return TableWrite(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
+                          sequence_lookup=next_sequence)
+
+    def new_commit(self, commit_user: str | None = None) -> TableCommit:
+        """A committer for messages of :meth:`new_write` (one per job, on the driver)."""
+        user = validate_name("commit user", commit_user) if commit_user else new_commit_user(
+            self.options.commit_user_prefix)
+        return TableCommit(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
+                           snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io, commit_user=user)
+
+    def write(self, data, *, overwrite: bool | Mapping[str, object] = False, row_kinds=None,
+              commit_user: str | None = None, commit_identifier: int | None = None) -> CommitResult:
+        """Write ``data`` (a pyarrow Table, RecordBatch or iterable of batches) as one commit.
+
+        ``overwrite=True`` replaces the partitions present in ``data`` (``dynamic-partition-overwrite``,
+        the default) or the whole table; ``overwrite={"dt": "2026-11-21"}`` replaces that partition.
+        ``row_kinds`` gives each row's kind (``"+I"``, ``"-U"``, ``"+U"``, ``"-D"``; one string or one
+        per row) for primary-key tables; ``rowkind.field`` does the same from a column.
+        With ``commit_user`` and ``commit_identifier`` the commit is exactly-once: repeating it
+        commits nothing and reports the existing snapshot.
+        """
+        committer = self.new_commit(commit_user)
+        identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
+        existing = committer.already_committed(identifier)
+        if existing is not None:
+            return committer.commit([], commit_identifier=identifier)
+        writer = self.new_write()
+        writer.write(data, row_kinds=row_kinds)
+        messages = writer.prepare_commit()
+        spec = self._overwrite_spec(overwrite)
+        try:
+            return committer.commit(messages, commit_identifier=identifier, overwrite=spec)
+        except CommitOutcomeUnknownError:
+            raise  # the snapshot may reference these files: never delete them
+        except BaseException:
+            self.manifest_io.delete_data_files(messages)  # known not committed: nothing references them
+            raise
+
+    def _overwrite_spec(self, overwrite: bool | Mapping[str, object]) -> OverwriteSpec | None:
+        if overwrite is False or overwrite is None:
+            return None
+        if overwrite is True:
+            return OverwriteSpec(dynamic=self.options.dynamic_partition_overwrite and bool(self.partition_keys))
+        return OverwriteSpec(static=dict(overwrite))
+
+    def truncate(self, *, commit_user: str | None = None) -> CommitResult:
+        """Delete every row (an OVERWRITE snapshot with no new files)."""
+        return self.new_commit(commit_user).commit([], overwrite=OverwriteSpec())
+
+    def drop_partitions(self, partitions: Sequence[Mapping[str, object]], *, commit_user: str | None = None) -> CommitResult:
+        """Delete whole partitions (one OVERWRITE snapshot per partition spec given)."""
+        result = None
+        for spec in partitions:
+            result = self.new_commit(commit_user).commit([], overwrite=OverwriteSpec(static=dict(spec)))
+        if result is None:
+            raise ValueError("no partitions given")
+        return result
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def resolve_snapshot(self, *, snapshot_id: int | None = None, tag: str | None = None,
+                         timestamp: int | datetime | None = None) -> Snapshot | None:
+        """The snapshot a read should use: latest by default, else by id, tag or time (at or before)."""
+        given = sum(x is not None for x in (snapshot_id, tag, timestamp))
+        if given > 1:
+            raise ValueError("give at most one of snapshot_id, tag and timestamp")
+        if snapshot_id is not None:
+            return self.snapshot_manager.snapshot(int(snapshot_id))
+        if tag is not None:
+            validate_name("tag", tag)
+            try:
+                return self.tag_manager.get(tag)
+            except SnapshotNotFoundError as exc:
+                raise TagNotFoundError(f"table {self.identifier} has no tag {tag!r}") from exc
+        if timestamp is not None:
+            millis = int(timestamp.timestamp() * 1000) if isinstance(timestamp, datetime) else int(timestamp)
+            found = self.snapshot_manager.snapshot_at_or_before_time(millis)
+            if found is None:
+                raise SnapshotNotFoundError(f"table {self.identifier} has no snapshot at or before {millis}")
+            return found
+        return self.snapshot_manager.latest()
+
+    def plan(self, *, filter: Predicate | None = None, snapshot_id: int | None = None, tag: str | None = None,
+             timestamp: int | datetime | None = None) -> list[Split]:
+        """The splits a read of the chosen snapshot would read, after pruning by ``filter``."""
+        snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+        if snapshot is None:
+            return []
+        entries = self.manifest_io.live_entries(snapshot, partition_filter=filter)
+        planner = ScanPlanner(table_path=self.path, schema=self.schema, options=self.options,
+                              schemas=self._schema_by_id)
+        return planner.plan(entries, filter)
+
+    def _reader(self) -> SplitReader:
+        self.options.require_supported_for_read()
+        return SplitReader(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
+                           schemas=self._schema_by_id)
+
+    def read(self, *, columns: Sequence[str] | None = None, filter: Predicate | None = None,
+             snapshot_id: int | None = None, tag: str | None = None,
+             timestamp: int | datetime | None = None) -> pa.Table:
+        """Rows of the latest snapshot (or the one chosen by id, tag or time) as a pyarrow Table."""
+        reader = self._reader()
+        splits = self.plan(filter=filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+        return reader.read(splits, columns=columns, predicate=filter)
+
+    def to_batches(self, *, columns: Sequence[str] | None = None, filter: Predicate | None = None,
+                   snapshot_id: int | None = None, tag: str | None = None,
+                   timestamp: int | datetime | None = None) -> Iterator[pa.RecordBatch]:
+        """The same rows as :meth:`read`, streamed split by split (memory bounded by one split)."""
+        reader = self._reader()
+        splits = self.plan(filter=filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+        return reader.read_batches(splits, columns=columns, predicate=filter)
+
+    # -- schema ------------------------------------------------------------------------------
+
+    def alter(self, changes) -> Table:
+        """Apply schema changes (add/drop/rename columns, widen types, set/remove options)."""
+        from .options import validate_user_options
+        from .schema import SetOption
+
+        for change in changes:
+            if isinstance(change, SetOption):
+                validate_user_options({change.key: change.value})
+        new_schema = self.schema_manager.commit_changes(list(changes))
+        return Table(file_io=self.file_io, path=self.path, identifier=self.identifier, schema=new_schema)
+
+    # -- system tables -----------------------------------------------------------------------
+
+    def system_table(self, name: str) -> pa.Table:
+        """``snapshots``, ``schemas``, ``options``, ``files``, ``manifests``, ``tags`` as Arrow tables."""
+        from . import system_tables
+
+        return system_tables.load(self, name)

@@ -1,0 +1,381 @@
+"""The batch write path: rows in, data files out, commit messages for one committer.
+
+``TableWrite.write`` validates and routes rows to (partition, bucket) groups with vectorized
+hashing; ``prepare_commit`` sorts, folds duplicate keys, writes the files (two threads over the
+groups) and returns :class:`CommitMessage` objects. Nothing is visible until a committer commits
+those messages; files of messages that are never committed are orphans, never read.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import data_file as df
+from .binary_row import serialize_row
+from .bucket import bucket_ids
+from .errors import DataError, InvalidOptionError, SchemaError, UnsupportedError
+from .fs import FileIO, join
+from .manifest import DataFileMeta, SimpleStats
+from .options import CoreOptions
+from .partition import partition_path
+from .schema import TableSchema
+
+FILE_SOURCE_APPEND = 0
+FILE_SOURCE_COMPACT = 1
+_KIND_CODES = {name: code for code, name in enumerate(df.ROW_KIND_NAMES)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitMessage:
+    """New files of one (partition, bucket), produced by a writer, committed by one committer."""
+
+    partition: tuple[object, ...]
+    bucket: int
+    total_buckets: int
+    new_files: tuple[DataFileMeta, ...]
+    deleted_files: tuple[DataFileMeta, ...] = ()
+
+    def is_empty(self) -> bool:
+        return not self.new_files and not self.deleted_files
+
+
+@dataclass(slots=True)
+class _Group:
+    partition: tuple[object, ...]
+    bucket: int
+    tables: list[pa.Table] = field(default_factory=list)
+    kinds: list[np.ndarray] = field(default_factory=list)
+
+
+def to_arrow_table(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    batches = list(data)
+    if not batches or not all(isinstance(b, pa.RecordBatch) for b in batches):
+        raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches")
+    return pa.Table.from_batches(batches)
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Reorder and safely cast ``table`` to ``schema``; typed errors name the offending column."""
+    names = table.column_names
+    if len(set(names)) != len(names):
+        raise SchemaError(f"duplicate column names in the data: {sorted(n for n in set(names) if names.count(n) > 1)}")
+    missing = [f.name for f in schema if f.name not in names]
+    extra = [n for n in names if schema.get_field_index(n) < 0]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing columns {missing}")
+        if extra:
+            parts.append(f"unknown columns {extra}")
+        raise SchemaError("data does not match the table schema: " + "; ".join(parts))
+    columns = []
+    for target in schema:
+        column = table.column(target.name)
+        if column.type != target.type:
+            try:
+                column = pc.cast(column, target.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                raise SchemaError(
+                    f"column {target.name!r} has type {column.type}, which cannot be written as {target.type}: {exc}"
+                ) from None
+        if not target.nullable and column.null_count:
+            raise DataError(f"column {target.name!r} is NOT NULL but has {column.null_count} null value(s)")
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _row_kinds(table: pa.Table, row_kinds: object, rowkind_field: str | None) -> np.ndarray:
+    if row_kinds is not None and rowkind_field is not None:
+        raise DataError("pass row kinds either through 'rowkind.field' or the row_kinds argument, not both")
+    source = row_kinds
+    if rowkind_field is not None:
+        source = table.column(rowkind_field)
+    if source is None:
+        return np.zeros(table.num_rows, dtype=np.int8)
+    if isinstance(source, str):
+        if source not in _KIND_CODES:
+            raise DataError(f"unknown row kind {source!r}; expected one of {', '.join(df.ROW_KIND_NAMES)}")
+        return np.full(table.num_rows, _KIND_CODES[source], dtype=np.int8)
+    arr = pa.chunked_array([source]) if isinstance(source, pa.Array) else source
+    if not isinstance(arr, pa.ChunkedArray):
+        arr = pa.chunked_array([pa.array(source)])
+    if len(arr) != table.num_rows:
+        raise DataError(f"row_kinds has {len(arr)} values for {table.num_rows} rows")
+    if pa.types.is_integer(arr.type):
+        codes = arr.to_numpy(zero_copy_only=False)
+    else:
+        lookup = pa.array(df.ROW_KIND_NAMES)
+        codes_arr = pc.index_in(arr, value_set=lookup)
+        if codes_arr.null_count:
+            bad = pc.filter(arr, pc.is_null(codes_arr)).unique().to_pylist()[:5]
+            where = f"column {rowkind_field!r}" if rowkind_field else "row_kinds"
+            raise DataError(f"{where} holds unknown row kinds {bad}; expected one of {', '.join(df.ROW_KIND_NAMES)}")
+        codes = codes_arr.to_numpy(zero_copy_only=False)
+    codes = np.asarray(codes, dtype=np.int8)
+    if codes.size and (codes.min() < 0 or codes.max() > 3):
+        raise DataError("row kinds must be 0..3 (+I, -U, +U, -D)")
+    return codes
+
+
+def _group_codes(columns: Sequence[pa.ChunkedArray]) -> tuple[np.ndarray, list[tuple[object, ...]]]:
+    """A dense code per distinct combination of ``columns`` (vectorized) and the combinations."""
+    n = len(columns[0]) if columns else 0
+    if not columns:
+        return np.zeros(n, dtype=np.int64), [()]
+    codes = np.zeros(n, dtype=np.int64)
+    dictionaries = []
+    for column in columns:
+        encoded = pc.dictionary_encode(column.combine_chunks(), null_encoding="encode")
+        idx = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        dictionaries.append(encoded.dictionary)
+        codes = codes * len(encoded.dictionary) + idx
+    uniq, dense = np.unique(codes, return_inverse=True)
+    combos = []
+    for code in uniq:
+        values = []
+        for dictionary in reversed(dictionaries):
+            code, i = divmod(int(code), len(dictionary))
+            values.append(dictionary[i].as_py())
+        combos.append(tuple(reversed(values)))
+    return dense.astype(np.int64), combos
+
+
+class TableWrite:
+    """Buffers rows of one table and turns them into data files and commit messages.
+
+    Not thread-safe; one writer per task. ``write`` may be called many times; ``prepare_commit``
+    writes everything buffered and returns the messages (the writer can then be reused).
+    """
+
+    def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
+                 next_sequence: dict[tuple[tuple[object, ...], int], int] | None = None,
+                 sequence_lookup=None) -> None:
+        options.require_supported_for_write()
+        self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
+        self._arrow_schema = schema.arrow_schema()
+        self._pk = list(schema.trimmed_primary_keys)
+        self._partition_keys = list(schema.partition_keys)
+        self._is_pk = bool(schema.primary_keys)
+        self._bucket = options.bucket
+        if self._is_pk and self._bucket == -1:
+            raise UnsupportedError("dynamic bucket mode (bucket = -1 on a primary-key table) is not supported yet")
+        if not self._is_pk and self._bucket > 0 and not options.bucket_key:
+            raise InvalidOptionError("bucket", str(self._bucket),
+                                     "an append table with fixed buckets needs 'bucket-key'")
+        self._bucket_keys = list(schema.bucket_keys) if self._bucket > 0 else []
+        self._groups: dict[tuple[tuple[object, ...], int], _Group] = {}
+        self._sequence_lookup = sequence_lookup  # (partition, bucket) -> next sequence number
+        self._next_sequence = dict(next_sequence or {})
+        self._file_counter = 0
+        self._writer_id = str(uuid.uuid4())
+
+    # -- routing -----------------------------------------------------------------------------
+
+    def write(self, data, *, row_kinds=None) -> None:
+        """Validate ``data`` against the schema and buffer it by (partition, bucket).
+
+        Raises SchemaError (wrong/missing/extra columns, impossible casts) or DataError (null in a
+        NOT NULL or primary-key column, unknown row kind, retractions into an append table); on
+        error nothing of ``data`` is buffered.
+        """
+        table = conform(to_arrow_table(data), self._arrow_schema)
+        if table.num_rows == 0:
+            return
+        kinds = _row_kinds(table, row_kinds, self._options.rowkind_field)
+        if not self._is_pk and np.any(kinds != 0):
+            raise DataError("an append table only takes +I rows; use a primary-key table for updates and deletes")
+        if self._is_pk and self._options.ignore_delete:
+            keep = (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
+            if not keep.all():
+                table, kinds = table.filter(pa.array(keep)), kinds[keep]
+        part_codes, partitions = _group_codes([table.column(k) for k in self._partition_keys])
+        if self._bucket > 0:
+            buckets = bucket_ids([table.column(k).combine_chunks() for k in self._bucket_keys], self._bucket)
+            buckets = np.asarray(buckets, dtype=np.int64)
+        else:
+            buckets = np.zeros(table.num_rows, dtype=np.int64)
+        width = max(self._bucket, 1)
+        group = part_codes * width + buckets
+        order = np.argsort(group, kind="stable")
+        sorted_groups = group[order]
+        bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
+        starts = np.concatenate(([0], bounds))
+        ends = np.concatenate((bounds, [len(order)]))
+        taken = table.take(pa.array(order))
+        kinds_sorted = kinds[order]
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            g = int(sorted_groups[start])
+            key = (partitions[g // width], g % width)
+            slot = self._groups.get(key)
+            if slot is None:
+                slot = self._groups[key] = _Group(key[0], key[1])
+            slot.tables.append(taken.slice(start, end - start))
+            slot.kinds.append(kinds_sorted[start:end])
+
+    # -- flushing ----------------------------------------------------------------------------
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Write every buffered group as data files; return one message per (partition, bucket)."""
+        groups = list(self._groups.values())
+        self._groups = {}
+        starts = {}
+        for g in groups:
+            key = (g.partition, g.bucket)
+            if key not in self._next_sequence:
+                self._next_sequence[key] = self._sequence_lookup(*key) if self._sequence_lookup else 0
+            starts[key] = self._next_sequence[key]
+            self._next_sequence[key] += sum(len(k) for k in g.kinds)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            messages = list(pool.map(lambda g: self._flush(g, starts[(g.partition, g.bucket)]), groups))
+        return messages
+
+    def _flush(self, group: _Group, first_sequence: int) -> CommitMessage:
+        table = pa.concat_tables(group.tables).combine_chunks()
+        kinds = np.concatenate(group.kinds)
+        sequence = np.arange(first_sequence, first_sequence + table.num_rows, dtype=np.int64)
+        if self._is_pk:
+            table, kinds, sequence = self._sort_and_fold(table, kinds, sequence)
+        files = []
+        for chunk_start, chunk_len in self._roll(table):
+            files.append(self._write_file(group, table.slice(chunk_start, chunk_len),
+                                          kinds[chunk_start:chunk_start + chunk_len],
+                                          sequence[chunk_start:chunk_start + chunk_len]))
+        total = self._bucket if self._bucket > 0 else -1
+        return CommitMessage(partition=group.partition, bucket=group.bucket, total_buckets=total, new_files=tuple(files))
+
+    def _sort_and_fold(self, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray):
+        """Sort by key (stable, so arrival order breaks ties) and keep the last row of each key."""
+        keys = [table.column(k) for k in self._pk]
+        if len(keys) == 1 and pa.types.is_integer(keys[0].type):
+            order = np.argsort(keys[0].to_numpy(), kind="stable")
+        else:
+            order = pc.sort_indices(table.select(self._pk), sort_keys=[(k, "ascending") for k in self._pk],
+                                    null_placement="at_start").to_numpy()
+        table = table.take(pa.array(order))
+        kinds, sequence = kinds[order], sequence[order]
+        n = table.num_rows
+        if n > 1:
+            last_of_run = np.ones(n, dtype=bool)
+            same_as_next = np.ones(n - 1, dtype=bool)
+            for k in self._pk:
+                column = table.column(k)
+                eq = pc.equal(column.slice(0, n - 1), column.slice(1)).to_numpy(zero_copy_only=False)
+                same_as_next &= eq
+            last_of_run[:-1] = ~same_as_next
+            if not last_of_run.all():
+                table = table.filter(pa.array(last_of_run))
+                kinds, sequence = kinds[last_of_run], sequence[last_of_run]
+        return table, kinds, sequence
+
+    def _roll(self, table: pa.Table) -> list[tuple[int, int]]:
+        target = self._options.target_file_size_for(self._is_pk)
+        n = table.num_rows
+        if n == 0:
+            return []
+        per_row = max(table.nbytes / n, 1.0)
+        rows_per_file = max(int(target / per_row), 1)
+        return [(s, min(rows_per_file, n - s)) for s in range(0, n, rows_per_file)]
+
+    def _write_file(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> DataFileMeta:
+        options = self._options
+        fmt = options.file_format
+        self._file_counter += 1
+        name = f"{options.data_file_prefix}{self._writer_id}-{self._file_counter}.{df.extension(fmt)}"
+        if self._is_pk:
+            key_columns = [table.column(k) for k in self._pk]
+            physical = pa.Table.from_arrays(
+                [*key_columns, pa.array(sequence, pa.int64()), pa.array(kinds, pa.int8()), *table.columns],
+                schema=pa.schema([
+                    *(pa.field(df.KEY_PREFIX + k, c.type, nullable=False) for k, c in zip(self._pk, key_columns, strict=True)),
+                    pa.field(df.SEQUENCE_NUMBER, pa.int64(), nullable=False),
+                    pa.field(df.VALUE_KIND, pa.int8(), nullable=False),
+                    *table.schema,
+                ]),
+            )
+        else:
+            physical = table
+        payload, footer = df.encode_file(physical, fmt, compression=options.file_compression,
+                                         zstd_level=options.zstd_level,
+                                         dictionary_hint={df.VALUE_KIND, *self._partition_keys})
+        directory = self.bucket_dir(group.partition, group.bucket)
+        self._file_io.write_bytes(join(directory, name), payload)
+        value_names = table.column_names
+        value_types = [f.type for f in table.schema]
+        if footer is not None:
+            ranges = df.ranges_from_parquet(footer, value_names, value_types)
+        else:
+            ranges = df.ranges_from_table(table, value_names)
+        value_stats = self._value_stats(ranges, value_types)
+        if self._is_pk:
+            key_types = [table.schema.field(k).type for k in self._pk]
+            by_name = dict(zip(value_names, ranges, strict=True))
+            key_min, key_max, key_nulls = df.stats_row([by_name[k] for k in self._pk], key_types, "full")
+            key_stats = SimpleStats(min_values=key_min, max_values=key_max, null_counts=tuple(key_nulls))
+            min_key = serialize_row([table.column(k)[0].as_py() for k in self._pk], key_types)
+            max_key = serialize_row([table.column(k)[-1].as_py() for k in self._pk], key_types)
+        else:
+            empty = serialize_row([], [])
+            key_stats = SimpleStats(min_values=empty, max_values=empty, null_counts=())
+            min_key = max_key = empty
+        return DataFileMeta(
+            file_name=name,
+            file_size=len(payload),
+            row_count=table.num_rows,
+            min_key=min_key,
+            max_key=max_key,
+            key_stats=key_stats,
+            value_stats=value_stats,
+            min_sequence_number=int(sequence.min()),
+            max_sequence_number=int(sequence.max()),
+            schema_id=self._schema.id,
+            level=0,
+            extra_files=(),
+            creation_time_millis=int(time.time() * 1000),
+            delete_row_count=df.row_kind_counts(kinds),
+            embedded_index=None,
+            file_source=FILE_SOURCE_APPEND,
+            value_stats_cols=() if self._options.stats_mode == "none" else None,
+            external_path=None,
+            first_row_id=None,
+            write_cols=None,
+        )
+
+    def _value_stats(self, ranges, types) -> SimpleStats:
+        mode = self._options.stats_mode
+        if mode == "none":
+            empty = serialize_row([], [])
+            return SimpleStats(min_values=empty, max_values=empty, null_counts=())
+        lo, hi, nulls = df.stats_row(ranges, types, mode)
+        return SimpleStats(min_values=lo, max_values=hi, null_counts=tuple(nulls))
+
+    def bucket_dir(self, partition: tuple[object, ...], bucket: int) -> str:
+        return bucket_directory(self._path, self._schema, self._options, partition, bucket)
+
+    def close(self) -> None:
+        self._groups = {}
+
+
+def bucket_directory(table_path: str, schema: TableSchema, options: CoreOptions,
+                     partition: tuple[object, ...], bucket: int) -> str:
+    """``<table>/<k=v/...>/bucket-<n>``."""
+    if schema.partition_keys:
+        arrow_schema = schema.arrow_schema()
+        types = [arrow_schema.field(k).type for k in schema.partition_keys]
+        rel = partition_path(list(schema.partition_keys), list(partition), types, options.partition_default_name,
+                             legacy=options.partition_legacy_name)
+        return join(table_path, rel, f"bucket-{bucket}")
+    return join(table_path, f"bucket-{bucket}")
