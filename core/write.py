@@ -25,7 +25,7 @@ from .errors import DataError, InvalidOptionError, SchemaError, UnsupportedError
 from .fs import FileIO, join
 from .manifest import DataFileMeta, SimpleStats
 from .options import CoreOptions
-from .partition import partition_path
+from .partition import group_by_partition, partition_path
 from .schema import TableSchema
 
 FILE_SOURCE_APPEND = 0
@@ -68,7 +68,7 @@ def to_arrow_table(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -
     return pa.Table.from_batches(batches)
 
 
-def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+def conform(table: pa.Table, schema: pa.Schema, key_columns: Sequence[str] = ()) -> pa.Table:
     """Reorder and safely cast ``table`` to ``schema``; typed errors name the offending column."""
     names = table.column_names
     if len(set(names)) != len(names):
@@ -93,7 +93,8 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
                     f"column {target.name!r} has type {column.type}, which cannot be written as {target.type}: {exc}"
                 ) from None
         if not target.nullable and column.null_count:
-            raise DataError(f"column {target.name!r} is NOT NULL but has {column.null_count} null value(s)")
+            role = "primary key column" if target.name in key_columns else "column"
+            raise DataError(f"{role} {target.name!r} is NOT NULL but has {column.null_count} null value(s)")
         columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
 
@@ -129,29 +130,6 @@ def _row_kinds(table: pa.Table, row_kinds: object, rowkind_field: str | None) ->
     if codes.size and (codes.min() < 0 or codes.max() > 3):
         raise DataError("row kinds must be 0..3 (+I, -U, +U, -D)")
     return codes
-
-
-def _group_codes(columns: Sequence[pa.ChunkedArray]) -> tuple[np.ndarray, list[tuple[object, ...]]]:
-    """A dense code per distinct combination of ``columns`` (vectorized) and the combinations."""
-    n = len(columns[0]) if columns else 0
-    if not columns:
-        return np.zeros(n, dtype=np.int64), [()]
-    codes = np.zeros(n, dtype=np.int64)
-    dictionaries = []
-    for column in columns:
-        encoded = pc.dictionary_encode(column.combine_chunks(), null_encoding="encode")
-        idx = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        dictionaries.append(encoded.dictionary)
-        codes = codes * len(encoded.dictionary) + idx
-    uniq, dense = np.unique(codes, return_inverse=True)
-    combos = []
-    for code in uniq:
-        values = []
-        for dictionary in reversed(dictionaries):
-            code, i = divmod(int(code), len(dictionary))
-            values.append(dictionary[i].as_py())
-        combos.append(tuple(reversed(values)))
-    return dense.astype(np.int64), combos
 
 
 class TableWrite:
@@ -192,7 +170,7 @@ class TableWrite:
         NOT NULL or primary-key column, unknown row kind, retractions into an append table); on
         error nothing of ``data`` is buffered.
         """
-        table = conform(to_arrow_table(data), self._arrow_schema)
+        table = conform(to_arrow_table(data), self._arrow_schema, self._schema.primary_keys)
         if table.num_rows == 0:
             return
         kinds = _row_kinds(table, row_kinds, self._options.rowkind_field)
@@ -202,7 +180,11 @@ class TableWrite:
             keep = (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
             if not keep.all():
                 table, kinds = table.filter(pa.array(keep)), kinds[keep]
-        part_codes, partitions = _group_codes([table.column(k) for k in self._partition_keys])
+            if table.num_rows == 0:
+                return
+        table = table.combine_chunks()
+        groups = group_by_partition(table, self._partition_keys)
+        part_codes, partitions = groups.group_ids, groups.values
         if self._bucket > 0:
             buckets = bucket_ids([table.column(k).combine_chunks() for k in self._bucket_keys], self._bucket)
             buckets = np.asarray(buckets, dtype=np.int64)
@@ -263,8 +245,7 @@ class TableWrite:
         if len(keys) == 1 and pa.types.is_integer(keys[0].type):
             order = np.argsort(keys[0].to_numpy(), kind="stable")
         else:
-            order = pc.sort_indices(table.select(self._pk), sort_keys=[(k, "ascending") for k in self._pk],
-                                    null_placement="at_start").to_numpy()
+            order = pc.sort_indices(table.select(self._pk), sort_keys=[(k, "ascending") for k in self._pk]).to_numpy()
         table = table.take(pa.array(order))
         kinds, sequence = kinds[order], sequence[order]
         n = table.num_rows

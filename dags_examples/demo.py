@@ -21,7 +21,8 @@ console = Console(width=120)
 
 
 def show(title: str, table: pa.Table, limit: int = 12) -> None:
-    view = RichTable(title=title, title_style="bold cyan")
+    console.print(f"[bold cyan]{title}[/bold cyan]")
+    view = RichTable()
     for name in table.column_names:
         view.add_column(name)
     for row in table.slice(0, limit).to_pylist():

@@ -1,0 +1,309 @@
+"""End-to-end behaviour of tables through the public API (real files on local disk)."""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from paimonflow.core import Catalog, col
+from paimonflow.core.commit import BATCH_COMMIT_IDENTIFIER
+from paimonflow.core.errors import (
+    CommitConflictError,
+    DataError,
+    InvalidOptionError,
+    SchemaChangeError,
+    SchemaError,
+    SnapshotNotFoundError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    TagNotFoundError,
+)
+from paimonflow.core.schema import AddColumn, DropColumn, RenameColumn, SetOption, UpdateColumnType
+
+KV = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                ("name", pa.string()), ("amount", pa.float64())])
+
+
+@pytest.fixture
+def catalog(tmp_path):
+    c = Catalog(str(tmp_path / "wh"))
+    c.create_database("db")
+    return c
+
+
+def rows(table, **kw):
+    return sorted(table.read(**kw).to_pylist(), key=lambda r: tuple(str(v) for v in r.values()))
+
+
+def kv(ids, dts, names=None, amounts=None):
+    n = len(ids)
+    return pa.table({"id": ids, "dt": dts, "name": names or [f"n{i}" for i in ids],
+                     "amount": amounts or [float(i) for i in ids]}, schema=KV)
+
+
+@pytest.mark.parametrize("bucket", ["1", "3"])
+def test_primary_key_upsert_delete_and_time_travel(catalog, bucket):
+    t = catalog.create_table("db.t", KV, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": bucket})
+    assert t.write(kv([1, 2, 3], ["a", "a", "b"])).snapshot_id == 1
+    t.write(kv([2, 4], ["a", "b"], ["two", "four"]))
+    t.write(kv([1], ["a"]), row_kinds="-D")
+    assert rows(t) == [
+        {"id": 2, "dt": "a", "name": "two", "amount": 2.0},
+        {"id": 3, "dt": "b", "name": "n3", "amount": 3.0},
+        {"id": 4, "dt": "b", "name": "four", "amount": 4.0},
+    ]
+    assert [r["id"] for r in rows(t, snapshot_id=1)] == [1, 2, 3]
+    assert t.read(snapshot_id=2).num_rows == 4
+    # the same key in other partitions is another row
+    t.write(kv([3], ["a"]))
+    assert sorted((r["id"], r["dt"]) for r in rows(t)) == [(2, "a"), (3, "a"), (3, "b"), (4, "b")]
+
+
+def test_duplicate_keys_in_one_batch_keep_the_last(catalog):
+    t = catalog.create_table("db.t", KV, primary_keys=["id", "dt"], options={"bucket": "2"})
+    t.write(kv([7, 7, 7, 8], ["x", "x", "x", "x"], ["first", "second", "third", "other"]))
+    assert [(r["id"], r["name"]) for r in rows(t)] == [(7, "third"), (8, "other")]
+    files = t.system_table("files")
+    assert sum(files.column("record_count").to_pylist()) == 2  # folded in the writer
+
+
+def test_row_kinds_from_a_column(catalog):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()), ("op", pa.string())])
+    t = catalog.create_table("db.rk", schema, primary_keys=["id"], options={"bucket": "1", "rowkind.field": "op"})
+    t.write(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "op": ["+I", "+I", "+I"]}, schema=schema))
+    t.write(pa.table({"id": [2, 3, 3], "v": ["b", "c", "c2"], "op": ["-D", "-U", "+U"]}, schema=schema))
+    assert [(r["id"], r["v"]) for r in rows(t)] == [(1, "a"), (3, "c2")]
+    with pytest.raises(DataError, match="op"):
+        t.write(pa.table({"id": [9], "v": ["z"], "op": ["*"]}, schema=schema))
+    assert t.latest_snapshot().id == 2
+
+
+def test_ignore_delete(catalog):
+    t = catalog.create_table("db.t", KV, primary_keys=["id", "dt"], options={"bucket": "1", "ignore-delete": "true"})
+    t.write(kv([1, 2], ["a", "a"]))
+    t.write(kv([1], ["a"]), row_kinds="-D")
+    assert [r["id"] for r in rows(t)] == [1, 2]
+
+
+def test_append_tables_unaware_and_fixed_bucket(catalog):
+    schema = pa.schema([("k", pa.int32()), ("v", pa.string())])
+    plain = catalog.create_table("db.plain", schema)
+    plain.write(pa.table({"k": [1, 1], "v": ["a", "a"]}, schema=schema))
+    plain.write(pa.table({"k": [1], "v": ["a"]}, schema=schema))
+    assert plain.read().num_rows == 3  # duplicates kept
+    with pytest.raises(InvalidOptionError, match="bucket-key"):
+        catalog.create_table("db.bad", schema, options={"bucket": "4"}).write(pa.table({"k": [1], "v": ["x"]}, schema=schema))
+    fixed = catalog.create_table("db.fixed", schema, options={"bucket": "4", "bucket-key": "k"})
+    fixed.write(pa.table({"k": list(range(100)), "v": ["x"] * 100}, schema=schema))
+    files = fixed.system_table("files")
+    assert set(files.column("bucket").to_pylist()) <= {0, 1, 2, 3} and len(set(files.column("bucket").to_pylist())) > 1
+    with pytest.raises(DataError, match="append table"):
+        fixed.write(pa.table({"k": [1], "v": ["x"]}, schema=schema), row_kinds="-D")
+
+
+def test_overwrite_static_dynamic_and_truncate(catalog):
+    schema = pa.schema([("dt", pa.string()), ("n", pa.int64())])
+    t = catalog.create_table("db.o", schema, partition_keys=["dt"])
+    t.write(pa.table({"dt": ["a", "b", "c"], "n": [1, 2, 3]}, schema=schema))
+    r = t.write(pa.table({"dt": ["a"], "n": [10]}, schema=schema), overwrite={"dt": "a"})
+    assert r.commit_kind.value == "OVERWRITE" and r.deleted_files == 1
+    assert sorted(x["n"] for x in t.read().to_pylist()) == [2, 3, 10]
+    t.write(pa.table({"dt": ["b", "d"], "n": [20, 40]}, schema=schema), overwrite=True)  # dynamic
+    assert sorted(x["n"] for x in t.read().to_pylist()) == [3, 10, 20, 40]
+    with pytest.raises(SchemaError, match="partition"):
+        t.write(pa.table({"dt": ["z"], "n": [0]}, schema=schema), overwrite={"dt": "a"})
+    t.truncate()
+    assert t.read().num_rows == 0
+    assert t.read(snapshot_id=1).num_rows == 3
+    assert t.latest_snapshot().total_record_count == 0
+
+
+def test_exactly_once_with_commit_identity(catalog):
+    t = catalog.create_table("db.t", KV, primary_keys=["id", "dt"], options={"bucket": "1"})
+    first = t.write(kv([1], ["a"]), commit_user="dag.task", commit_identifier=20261121)
+    again = t.write(kv([1], ["a"]), commit_user="dag.task", commit_identifier=20261121)
+    assert again.already_committed and again.snapshot_id == first.snapshot_id
+    assert t.latest_snapshot().id == 1
+    nxt = t.write(kv([2], ["a"]), commit_user="dag.task", commit_identifier=20261122)
+    assert nxt.snapshot_id == 2 and not nxt.already_committed
+    # batch commits (no identifier) are never deduplicated, as in Paimon
+    t.write(kv([3], ["a"]), commit_user="adhoc")
+    t.write(kv([3], ["a"]), commit_user="adhoc")
+    assert t.latest_snapshot().id == 4
+    assert t.latest_snapshot().commit_identifier == BATCH_COMMIT_IDENTIFIER
+
+
+def test_writers_and_one_committer(catalog):
+    t = catalog.create_table("db.t", KV, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "2"})
+    messages = []
+    for part in (kv([1, 2], ["a", "b"]), kv([3, 4], ["a", "b"])):
+        w = t.new_write()
+        w.write(part)
+        messages += w.prepare_commit()
+    result = t.new_commit("driver").commit(messages, commit_identifier=1)
+    assert result.snapshot_id == 1 and result.added_rows == 4
+    assert [r["id"] for r in rows(t)] == [1, 2, 3, 4]
+
+
+def test_filters_projection_and_pruning(catalog):
+    schema = pa.schema([("dt", pa.string()), ("n", pa.int64()), ("s", pa.string())])
+    t = catalog.create_table("db.p", schema, partition_keys=["dt"], options={"metadata.stats-mode": "full"})
+    for day in ("a", "b", "c"):
+        t.write(pa.table({"dt": [day] * 100, "n": list(range(100)), "s": [f"{day}{i}" for i in range(100)]}, schema=schema))
+    assert len(t.plan()) == 3
+    assert len(t.plan(filter=col("dt") == "b")) == 1
+    assert t.plan(filter=col("n") > 1000) == []  # value statistics skip every file
+    got = t.read(filter=(col("dt") == "b") & (col("n") >= 98), columns=["s"])
+    assert got.column_names == ["s"] and got.column("s").to_pylist() == ["b98", "b99"]
+    assert sum(b.num_rows for b in t.to_batches(filter=col("n") < 10)) == 30
+
+
+def test_time_travel_by_timestamp_and_tag(catalog):
+    t = catalog.create_table("db.t", KV, primary_keys=["id", "dt"], options={"bucket": "1"})
+    t.write(kv([1], ["a"]))
+    between = int(time.time() * 1000)
+    time.sleep(0.01)
+    t.write(kv([2], ["a"]))
+    assert [r["id"] for r in rows(t, timestamp=between)] == [1]
+    with pytest.raises(SnapshotNotFoundError):
+        t.read(timestamp=1)
+    t.tag_manager.create("first", t.snapshot_manager.snapshot(1))
+    assert [r["id"] for r in rows(t, tag="first")] == [1]
+    with pytest.raises(TagNotFoundError):
+        t.read(tag="nope")
+    with pytest.raises(SnapshotNotFoundError):
+        t.read(snapshot_id=99)
+
+
+def test_schema_evolution_reads_old_files_by_field_id(catalog):
+    t = catalog.create_table("db.e", KV, primary_keys=["id", "dt"], options={"bucket": "1"})
+    t.write(kv([1, 2], ["a", "a"]))
+    t = t.alter([AddColumn("extra", pa.int32()), RenameColumn("name", "label"), DropColumn("amount")])
+    assert t.schema.id == 1 and t.schema.highest_field_id == 4
+    new_schema = t.arrow_schema
+    t.write(pa.table({"id": [2], "dt": ["a"], "label": ["new"], "extra": [7]}, schema=new_schema))
+    assert rows(t) == [{"id": 1, "dt": "a", "label": "n1", "extra": None}, {"id": 2, "dt": "a", "label": "new", "extra": 7}]
+    t = t.alter([UpdateColumnType("extra", pa.int64())])
+    assert t.read().schema.field("extra").type == pa.int64()
+    with pytest.raises(SchemaChangeError, match="extra"):
+        t.alter([UpdateColumnType("extra", pa.int16())])
+    with pytest.raises(SchemaChangeError, match="id"):
+        t.alter([DropColumn("id")])
+    with pytest.raises(InvalidOptionError):
+        t.alter([SetOption("no-such-option", "1")])
+    assert t.refresh().schema.id == 2
+
+
+def test_wrong_data_is_refused_and_nothing_is_committed(catalog):
+    t = catalog.create_table("db.t", KV, primary_keys=["id", "dt"], options={"bucket": "1"})
+    t.write(kv([1], ["a"]))
+    before = sorted(p.name for p in (catalog.file_io and __import__("pathlib").Path(t.path)).rglob("*"))
+    with pytest.raises(SchemaError, match="missing columns"):
+        t.write(pa.table({"id": [2], "dt": ["a"]}))
+    with pytest.raises(SchemaError, match="amount"):
+        t.write(pa.table({"id": [2], "dt": ["a"], "name": ["x"], "amount": ["not a number"]}))
+    with pytest.raises(DataError, match="primary key column 'id'"):
+        t.write(pa.table({"id": [None], "dt": ["a"], "name": ["x"], "amount": [1.0]}))
+    after = sorted(p.name for p in __import__("pathlib").Path(t.path).rglob("*"))
+    assert before == after
+    assert t.latest_snapshot().id == 1 and rows(t)[0]["id"] == 1
+
+
+def test_catalog_lifecycle(catalog):
+    assert catalog.list_databases() == ["db"]
+    catalog.create_table("db.t", KV, primary_keys=["id", "dt"])
+    with pytest.raises(TableAlreadyExistsError):
+        catalog.create_table("db.t", KV)
+    assert catalog.create_table("db.t", KV, ignore_if_exists=True).identifier == "db.t"
+    assert catalog.list_tables("db") == ["t"]
+    catalog.drop_table("db.t")
+    with pytest.raises(TableNotFoundError):
+        catalog.get_table("db.t")
+    with pytest.raises(SchemaError, match="nope"):
+        catalog.create_table("db.x", KV, primary_keys=["nope"])
+    with pytest.raises(SchemaError, match="partition"):
+        catalog.create_table("db.x", KV, primary_keys=["dt"], partition_keys=["dt"])
+
+
+def test_bucket_count_change_without_overwrite_is_a_conflict(catalog):
+    t = catalog.create_table("db.t", KV, primary_keys=["id", "dt"], options={"bucket": "2"})
+    t.write(kv([1], ["a"]))
+    w = t.new_write()
+    w.write(kv([2], ["a"]))
+    messages = w.prepare_commit()
+    from dataclasses import replace
+
+    changed = [replace(m, total_buckets=4) for m in messages]
+    with pytest.raises(CommitConflictError, match="buckets"):
+        t.new_commit().commit(changed)
+    assert t.latest_snapshot().id == 1
+
+
+def test_deleting_an_already_deleted_file_is_a_conflict(catalog):
+    schema = pa.schema([("n", pa.int64())])
+    t = catalog.create_table("db.t", schema)
+    t.write(pa.table({"n": [1]}, schema=schema))
+    entry = t.manifest_io.live_entries(t.latest_snapshot())[0]
+    from paimonflow.core.write import CommitMessage
+
+    drop = CommitMessage(partition=(), bucket=entry.bucket, total_buckets=entry.total_buckets, new_files=(),
+                         deleted_files=(entry.file,))
+    t.new_commit().commit([drop])
+    with pytest.raises(CommitConflictError, match="already deleted"):
+        t.new_commit().commit([drop])
+
+
+def test_files_roll_at_target_size_and_formats(catalog):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("s", pa.string())])
+    data = pa.table({"id": list(range(20000)), "s": [f"value-{i:08d}" for i in range(20000)]}, schema=schema)
+    rolled = catalog.create_table("db.roll", schema, primary_keys=["id"], options={"bucket": "1", "target-file-size": "64kb"})
+    rolled.write(data)
+    assert len(rolled.system_table("files")) > 3
+    assert rolled.read().sort_by("id").equals(data)
+    for fmt in ("orc", "avro"):
+        t = catalog.create_table(f"db.{fmt}", schema, primary_keys=["id"], options={"bucket": "2", "file.format": fmt})
+        t.write(data.slice(0, 500))
+        t.write(data.slice(250, 10), row_kinds="-D")
+        assert t.read().num_rows == 490
+        assert all(p.endswith(f".{fmt}") for p in t.system_table("files").column("file_path").to_pylist())
+
+
+def test_parquet_layout_is_paimons(catalog):
+    t = catalog.create_table("db.t", KV, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "1"})
+    t.write(kv([2, 1], ["a", "a"]))
+    path = t.system_table("files").column("file_path")[0].as_py()
+    assert "/dt=a/bucket-0/data-" in path
+    f = pq.read_table(path)
+    assert f.column_names == ["_KEY_id", "_SEQUENCE_NUMBER", "_VALUE_KIND", "id", "dt", "name", "amount"]
+    assert f.column("_KEY_id").to_pylist() == [1, 2]  # sorted by key
+    assert f.schema.field("_VALUE_KIND").type == pa.int8()
+
+
+def test_manifests_merge_and_the_table_stays_correct(catalog):
+    schema = pa.schema([("n", pa.int64())])
+    t = catalog.create_table("db.m", schema, options={"manifest.merge-min-count": "3"})
+    for i in range(12):
+        t.write(pa.table({"n": [i]}, schema=schema))
+    metas = t.system_table("manifests")
+    assert len(metas) < 12
+    assert sorted(t.read().column("n").to_pylist()) == list(range(12))
+    t.write(pa.table({"n": [99]}, schema=schema), overwrite=True)
+    assert t.read().column("n").to_pylist() == [99]
+
+
+def test_system_tables(catalog):
+    t = catalog.create_table("db.t", KV, primary_keys=["id", "dt"], options={"bucket": "1"})
+    t.write(kv([1, 2], ["a", "a"]))
+    snaps = t.system_table("snapshots")
+    assert snaps.column("snapshot_id").to_pylist() == [1] and snaps.column("total_record_count").to_pylist() == [2]
+    assert t.system_table("schemas").column("schema_id").to_pylist() == [0]
+    options = t.system_table("options")
+    assert dict(zip(options.column("key").to_pylist(), options.column("value").to_pylist(), strict=True)) == {"bucket": "1"}
+    assert t.system_table("files").column("record_count").to_pylist() == [2]
+    assert len(t.system_table("manifests")) == 1
+    assert catalog.load_system_table("db.t$snapshots").num_rows == 1
+    with pytest.raises(LookupError):
+        t.system_table("nope")
