@@ -159,38 +159,41 @@ class SplitReader:
         if self._is_pk:
             table = self._merge(split, needed)
         else:
-            parts = [self._read_file(split, f, needed, system=False) for f in split.files]
+            parts = [self._read_file(split, f, needed) for f in split.files]
             table = pa.concat_tables(parts) if parts else self.output_schema(needed).empty_table()
         table = filter_table(table, predicate)
         return table.select(wanted)
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _read_file(self, split: Split, f: DataFileMeta, columns: list[str], *, system: bool) -> pa.Table:
-        """One file's ``columns`` (current names), evolved to the current schema; plus the key
-        columns, ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND`` when ``system``."""
+    def _read_file(self, split: Split, f: DataFileMeta, columns: list[str], *, system: Sequence[str] = ()) -> pa.Table:
+        """One file's ``columns`` (current names), evolved to the current schema, plus the
+        ``system`` columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) as stored."""
         data_schema = self._schemas(f.schema_id)
         current_ids = {fld.name: fld.id for fld in self._schema.fields}
         data_names = {fld.id: fld.name for fld in data_schema.fields}
         physical = [data_names[current_ids[c]] for c in columns if current_ids[c] in data_names]
-        extra = [df.SEQUENCE_NUMBER, df.VALUE_KIND] if system else []
+        extra = list(system)
         directory = bucket_directory(self._path, self._schema, self._options, split.partition, split.bucket)
         path = f.external_path or join(directory, f.file_name)
         with self._file_io.open_input(path) as stream:
             raw = df.decode_file(stream, df.format_of(f.file_name), [*physical, *extra])
         values = evolve_table(raw, data_schema, self._schema, columns)
-        if system:
-            values = values.append_column(df.SEQUENCE_NUMBER, raw.column(df.SEQUENCE_NUMBER))
-            values = values.append_column(df.VALUE_KIND, raw.column(df.VALUE_KIND))
+        for name in extra:
+            values = values.append_column(name, raw.column(name))
         return values
 
     def _merge(self, split: Split, needed: list[str]) -> pa.Table:
         columns = list(dict.fromkeys([*self._keys, *needed]))
-        single = len(split.files) == 1 and not split.files[0].delete_row_count
-        if single:
-            # One key-unique file without retractions: nothing to merge.
-            return self._read_file(split, split.files[0], columns, system=False)
-        parts = [self._read_file(split, f, columns, system=True) for f in split.files]
+        if len(split.files) == 1:
+            # One key-unique file: nothing to merge, only retractions to drop. The row kinds are
+            # read even when deleteRowCount says 0, since some writers (pypaimon 2.1.0) always
+            # write 0 there.
+            table = self._read_file(split, split.files[0], columns, system=[df.VALUE_KIND])
+            kinds = table.column(df.VALUE_KIND)
+            table = table.filter(pc.or_(pc.equal(kinds, df.ROW_KIND_INSERT), pc.equal(kinds, df.ROW_KIND_UPDATE_AFTER)))
+            return table.select(columns)
+        parts = [self._read_file(split, f, columns, system=[df.SEQUENCE_NUMBER, df.VALUE_KIND]) for f in split.files]
         table = pa.concat_tables(parts).combine_chunks()
         if table.num_rows == 0:
             return table.select(columns)

@@ -1,159 +1,266 @@
-"""Local-disk FileIO: atomic publish by ``os.link`` of a fsynced temp file."""
+"""Local-disk FileIO: atomic publish by ``os.link`` of a fsynced temp file.
+
+Why ``link``: ``link(2)`` fails with ``EEXIST`` atomically when the target exists, on every POSIX
+file system, across processes; ``rename(2)`` silently replaces the target, so exists-then-rename
+loses commits between processes (measured, ``reference/reliability.md`` §1.4). Where hard links
+are unsupported (some FUSE/SMB mounts) ``renameat2(RENAME_NOREPLACE)`` is used instead.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import os
 import shutil
+import stat
 import uuid
-from typing import BinaryIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import FileNotFoundStorageError, StorageError
-from .base import FileStatus
+from .base import FileStatus, join
+
+if TYPE_CHECKING:
+    import pyarrow.fs
+
+_FILE_SCHEME = "file:"
+_LINK_UNSUPPORTED = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV})
+_RENAME_NOREPLACE = 1
+_AT_FDCWD = -100
 
 
-def _strip(path: str) -> str:
-    return path[len("file://"):] if path.startswith("file://") else path
+def local_path(path: str) -> str:
+    """The operating-system path of ``path``: a plain path, or a ``file:`` URI.
+
+    ``file:///a/b``, ``file:/a/b`` and ``file://localhost/a/b`` all mean ``/a/b``. No
+    percent-decoding: Paimon file names may contain ``%`` literally. Other hosts are refused.
+    """
+    if not path.startswith(_FILE_SCHEME):
+        return path
+    rest = path[len(_FILE_SCHEME):]
+    if rest.startswith("//"):
+        host, slash, tail = rest[2:].partition("/")
+        if host not in ("", "localhost"):
+            raise StorageError(f"file URI with a remote host is not supported: {path}")
+        return slash + tail
+    return rest
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make a directory entry change durable (best effort: some file systems refuse)."""
+    try:
+        fd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _load_renameat2() -> Callable[[bytes, bytes], int] | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+
+    def call(src: bytes, dst: bytes) -> int:
+        return int(fn(_AT_FDCWD, src, _AT_FDCWD, dst, _RENAME_NOREPLACE))
+
+    return call
+
+
+_renameat2 = _load_renameat2()
+
+
+def rename_noreplace(src: str, dst: str) -> None:
+    """``rename(src, dst)`` that fails with FileExistsError instead of replacing ``dst``.
+
+    Raises OSError with ``ENOSYS`` if neither the C library nor the file system supports it.
+    """
+    if _renameat2 is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not available", src)
+    if _renameat2(os.fsencode(src), os.fsencode(dst)) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), src, None, dst)
 
 
 class LocalFileIO:
-    """FileIO over the local file system (or any POSIX mount with atomic ``link``)."""
+    """FileIO over the local file system (or any POSIX mount with atomic ``link`` or ``renameat2``).
+
+    Paths are absolute OS paths or ``file:`` URIs (see :func:`local_path`). Statuses are spelled
+    like the path the caller gave. Temp files are named ``.<name>.<uuid>.tmp`` next to their target
+    and removed on success and failure; a crash may leave one behind (orphan cleaning removes it).
+    """
 
     def __repr__(self) -> str:
         return "LocalFileIO()"
 
-    def _tmp(self, path: str) -> str:
-        head, tail = os.path.split(path)
-        return os.path.join(head, f".{tail}.{uuid.uuid4()}.tmp")
-
-    def _write_tmp(self, path: str, data: bytes) -> str:
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        tmp = self._tmp(path)
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        return tmp
-
-    @staticmethod
-    def _fsync_dir(directory: str) -> None:
-        with contextlib.suppress(OSError):
-            fd = os.open(directory or ".", os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+    # -- reading -------------------------------------------------------------------------------
 
     def read_bytes(self, path: str) -> bytes:
-        try:
-            with open(_strip(path), "rb") as f:
-                return f.read()
-        except FileNotFoundError as exc:
-            raise FileNotFoundStorageError(f"no such file: {path}") from exc
-        except IsADirectoryError as exc:
-            raise StorageError(f"is a directory: {path}") from exc
-        except OSError as exc:
-            raise StorageError(f"cannot read {path}: {exc}") from exc
+        with self.open_input(path) as stream:
+            try:
+                return stream.read()
+            except OSError as exc:
+                raise StorageError(f"cannot read {path}: {exc.strerror}") from exc
 
     def open_input(self, path: str) -> BinaryIO:
         try:
-            return open(_strip(path), "rb")
+            return open(local_path(path), "rb")  # noqa: SIM115 - the caller closes it
         except FileNotFoundError as exc:
             raise FileNotFoundStorageError(f"no such file: {path}") from exc
-
-    def write_bytes(self, path: str, data: bytes) -> None:
-        path = _strip(path)
-        try:
-            tmp = self._write_tmp(path, data)
-            os.replace(tmp, path)
         except OSError as exc:
-            raise StorageError(f"cannot write {path}: {exc}") from exc
-
-    def create_if_absent(self, path: str, data: bytes) -> bool:
-        path = _strip(path)
-        if os.path.exists(path):
-            return False
-        try:
-            tmp = self._write_tmp(path, data)
-        except OSError as exc:
-            raise StorageError(f"cannot write {path}: {exc}") from exc
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        except OSError as exc:
-            raise StorageError(f"cannot publish {path}: {exc}") from exc
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        self._fsync_dir(os.path.dirname(path))
-        return True
+            raise StorageError(f"cannot open {path}: {exc.strerror}") from exc
 
     def exists(self, path: str) -> bool:
-        return os.path.exists(_strip(path))
+        return os.path.exists(local_path(path))
 
     def status(self, path: str) -> FileStatus:
         try:
-            st = os.stat(_strip(path))
+            st = os.stat(local_path(path))
         except FileNotFoundError as exc:
-            raise FileNotFoundStorageError(f"no such file: {path}") from exc
-        import stat
-
-        return FileStatus(path=path, size=st.st_size, is_dir=stat.S_ISDIR(st.st_mode),
-                          modification_time_millis=int(st.st_mtime * 1000))
+            raise FileNotFoundStorageError(f"no such file or directory: {path}") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot stat {path}: {exc.strerror}") from exc
+        return _status(path, st)
 
     def list_dir(self, path: str) -> list[FileStatus]:
-        base = _strip(path)
         try:
-            entries = list(os.scandir(base))
+            with os.scandir(local_path(path)) as it:
+                entries = list(it)
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except OSError as exc:
+            raise StorageError(f"cannot list {path}: {exc.strerror}") from exc
         out = []
-        for e in entries:
+        for entry in entries:
             try:
-                st = e.stat()
+                st = entry.stat()
             except FileNotFoundError:
                 continue  # deleted while listing
-            out.append(FileStatus(path=os.path.join(path, e.name), size=st.st_size, is_dir=e.is_dir(),
-                                  modification_time_millis=int(st.st_mtime * 1000)))
+            out.append(_status(join(path, entry.name), st))
         return sorted(out, key=lambda s: s.path)
 
-    def delete(self, path: str, *, recursive: bool = False) -> bool:
-        path = _strip(path)
+    # -- writing -------------------------------------------------------------------------------
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        target = local_path(path)
         try:
-            if os.path.isdir(path) and not os.path.islink(path):
+            tmp = _write_temp(target, data)
+            try:
+                os.replace(tmp, target)
+            except BaseException:
+                _remove_quietly(tmp)
+                raise
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc.strerror}") from exc
+        _fsync_dir(os.path.dirname(target))
+
+    def create_if_absent(self, path: str, data: bytes) -> bool:
+        target = local_path(path)
+        if os.path.lexists(target):
+            return False  # fast path only; the link below is the real check
+        try:
+            tmp = _write_temp(target, data)
+        except OSError as exc:
+            raise StorageError(f"cannot write a temp file for {path}: {exc.strerror}") from exc
+        try:
+            _publish(tmp, target)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise StorageError(f"cannot publish {path}: {exc.strerror}") from exc
+        finally:
+            _remove_quietly(tmp)
+        _fsync_dir(os.path.dirname(target))
+        return True
+
+    def delete(self, path: str, *, recursive: bool = False) -> bool:
+        target = local_path(path)
+        try:
+            if os.path.isdir(target) and not os.path.islink(target):
                 if recursive:
-                    shutil.rmtree(path)
+                    shutil.rmtree(target)
                 else:
-                    os.rmdir(path)
+                    os.rmdir(target)
             else:
-                os.unlink(path)
-            return True
+                os.unlink(target)
         except FileNotFoundError:
             return False
         except OSError as exc:
-            raise StorageError(f"cannot delete {path}: {exc}") from exc
+            raise StorageError(f"cannot delete {path}: {exc.strerror}") from exc
+        return True
 
     def rename(self, src: str, dst: str) -> None:
-        src, dst = _strip(src), _strip(dst)
-        os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+        source, target = local_path(src), local_path(dst)
         try:
-            os.link(src, dst)
+            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+            try:
+                rename_noreplace(source, target)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSYS, errno.EINVAL):
+                    raise
+                os.link(source, target)  # no renameat2 here: link + unlink never replaces dst
+                os.unlink(source)
         except FileExistsError as exc:
-            raise StorageError(f"cannot rename {src} to {dst}: target exists") from exc
+            raise StorageError(f"cannot rename {src} to {dst}: the target exists") from exc
         except FileNotFoundError as exc:
-            raise FileNotFoundStorageError(f"no such file: {src}") from exc
-        except OSError:
-            if os.path.exists(dst):
-                raise StorageError(f"cannot rename {src} to {dst}: target exists") from None
-            os.rename(src, dst)
-            return
-        os.unlink(src)
+            raise FileNotFoundStorageError(f"cannot rename {src}: no such file") from exc
+        except OSError as exc:
+            raise StorageError(f"cannot rename {src} to {dst}: {exc.strerror}") from exc
+        _fsync_dir(os.path.dirname(target))
 
     def mkdirs(self, path: str) -> None:
-        os.makedirs(_strip(path), exist_ok=True)
+        try:
+            os.makedirs(local_path(path), exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create directory {path}: {exc.strerror}") from exc
 
-    def arrow_filesystem(self):
-        import pyarrow.fs as pafs
+    def arrow_filesystem(self) -> tuple[pyarrow.fs.FileSystem, Callable[[str], str]]:
+        import pyarrow.fs
 
-        return pafs.LocalFileSystem(), _strip
+        return pyarrow.fs.LocalFileSystem(), local_path
+
+
+def _status(path: str, st: os.stat_result) -> FileStatus:
+    is_dir = stat.S_ISDIR(st.st_mode)
+    return FileStatus(path=path, size=0 if is_dir else st.st_size, is_dir=is_dir,
+                      modification_time_millis=st.st_mtime_ns // 1_000_000)
+
+
+def _write_temp(target: str, data: bytes) -> str:
+    """Write ``data`` to a fresh, fsynced temp file next to ``target`` and return its path."""
+    directory, name = os.path.split(target)
+    os.makedirs(directory or ".", exist_ok=True)
+    tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+    return tmp
+
+
+def _publish(tmp: str, target: str) -> None:
+    """Give the complete temp file the name ``target``; FileExistsError if that name is taken."""
+    try:
+        os.link(tmp, target)
+    except OSError as exc:
+        if exc.errno not in _LINK_UNSUPPORTED or isinstance(exc, FileExistsError):
+            raise
+        rename_noreplace(tmp, target)
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
