@@ -39,8 +39,8 @@ lint: venv
 	$(VENV)/bin/ruff check core tests bench dags_examples
 
 bench: venv pypaimon-venv
-	$(PY) -m pip install --quiet 'pypaimon-rust==0.4.0' --target $(PYPAIMON_VENV)/rust 2>/dev/null || true
-	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) bench/run_all.py
+	$(PYPAIMON_VENV)/bin/python -m pip install --quiet "pypaimon-rust==0.4.0"
+	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) bench/foundation.py --reps 5
 
 clean:
 	rm -rf $(VENV) $(PYPAIMON_VENV) build *.egg-info demo-warehouse

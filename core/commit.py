@@ -10,6 +10,7 @@ unknown way is never cleaned up; the next attempt first looks for our own snapsh
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 import uuid
@@ -259,7 +260,7 @@ class TableCommit:
                      e.file.file_name))
         for (_, bucket, level), files in by_level.items():
             files.sort(key=lambda t: t[0])
-            for (_, prev_max, prev_name), (next_min, _, next_name) in zip(files, files[1:]):
+            for (_, prev_max, prev_name), (next_min, _, next_name) in itertools.pairwise(files):
                 if not prev_max < next_min:
                     raise CommitConflictError(
                         f"LSM conflict in bucket {bucket} level {level}: key ranges of {prev_name} and {next_name} overlap"

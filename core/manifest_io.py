@@ -8,6 +8,7 @@ exactly those).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 from .binary_row import deserialize_row, serialize_row
@@ -121,10 +122,8 @@ class ManifestIO:
     def delete_files(self, names: Sequence[str]) -> None:
         """Best-effort removal of metadata files this process wrote and nothing references."""
         for name in names:
-            try:
+            with contextlib.suppress(Exception):
                 self._file_io.delete(join(self.manifest_dir, name))
-            except Exception:
-                pass
 
     def delete_data_files(self, messages) -> None:
         """Best-effort removal of data files of messages that were certainly not committed."""
@@ -133,7 +132,5 @@ class ManifestIO:
         for m in messages:
             directory = bucket_directory(self._path, self._schema, self._options, m.partition, m.bucket)
             for f in m.new_files:
-                try:
+                with contextlib.suppress(Exception):
                     self._file_io.delete(join(directory, f.file_name))
-                except Exception:
-                    pass

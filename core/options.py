@@ -12,7 +12,7 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from .errors import InvalidOptionError, UnsupportedError
@@ -119,14 +119,14 @@ class Option(Generic[T]):
         return self.default
 
 
-class MergeEngine(str, Enum):
+class MergeEngine(StrEnum):
     DEDUPLICATE = "deduplicate"
     PARTIAL_UPDATE = "partial-update"
     AGGREGATION = "aggregation"
     FIRST_ROW = "first-row"
 
 
-class ChangelogProducer(str, Enum):
+class ChangelogProducer(StrEnum):
     NONE = "none"
     INPUT = "input"
     FULL_COMPACTION = "full-compaction"

@@ -6,10 +6,11 @@ one place a snapshot becomes visible, through the storage's atomic create-if-abs
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from .errors import CorruptMetadataError, FileNotFoundStorageError, SnapshotNotFoundError, StorageError
@@ -20,7 +21,7 @@ SNAPSHOT_PREFIX = "snapshot-"
 LATEST, EARLIEST = "LATEST", "EARLIEST"
 
 
-class CommitKind(str, Enum):
+class CommitKind(StrEnum):
     APPEND = "APPEND"
     COMPACT = "COMPACT"
     OVERWRITE = "OVERWRITE"
@@ -304,10 +305,8 @@ class SnapshotManager:
         return created
 
     def _write_hint(self, name: str, value: int) -> None:
-        try:
+        with contextlib.suppress(StorageError):  # hints are only hints
             self.file_io.write_bytes(join(self.directory, name), str(value).encode("ascii"))
-        except StorageError:
-            pass  # hints are only hints
 
     def write_earliest_hint(self, snapshot_id: int) -> None:
         self._write_hint(EARLIEST, snapshot_id)

@@ -49,10 +49,16 @@ class CommitMessage:
 
 @dataclass(slots=True)
 class _Group:
+    """Rows routed to one (partition, bucket): row indices into the written tables, not copies."""
+
     partition: tuple[object, ...]
     bucket: int
-    tables: list[pa.Table] = field(default_factory=list)
+    parts: list[tuple[pa.Table, np.ndarray]] = field(default_factory=list)
     kinds: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def row_count(self) -> int:
+        return sum(len(k) for k in self.kinds)
 
 
 def to_arrow_table(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> pa.Table:
@@ -62,10 +68,17 @@ def to_arrow_table(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -
         return pa.Table.from_batches([data])
     if isinstance(data, pa.RecordBatchReader):
         return data.read_all()
-    batches = list(data)
+    expected = "write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches"
+    try:
+        batches = list(data)
+    except TypeError:
+        raise SchemaError(f"{expected}, not {type(data).__name__}") from None
     if not batches or not all(isinstance(b, pa.RecordBatch) for b in batches):
-        raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches")
-    return pa.Table.from_batches(batches)
+        raise SchemaError(expected)
+    try:
+        return pa.Table.from_batches(batches)
+    except pa.ArrowInvalid as exc:  # batches of different schemas; the message names the columns
+        raise SchemaError(f"the record batches do not share one schema: {exc}") from None
 
 
 def conform(table: pa.Table, schema: pa.Schema, key_columns: Sequence[str] = ()) -> pa.Table:
@@ -183,30 +196,30 @@ class TableWrite:
             if table.num_rows == 0:
                 return
         table = table.combine_chunks()
-        groups = group_by_partition(table, self._partition_keys)
-        part_codes, partitions = groups.group_ids, groups.values
+        partitions = group_by_partition(table, self._partition_keys)
+        buckets = None
         if self._bucket > 0:
-            buckets = bucket_ids([table.column(k).combine_chunks() for k in self._bucket_keys], self._bucket)
-            buckets = np.asarray(buckets, dtype=np.int64)
-        else:
-            buckets = np.zeros(table.num_rows, dtype=np.int64)
-        width = max(self._bucket, 1)
-        group = part_codes * width + buckets
-        order = np.argsort(group, kind="stable")
-        sorted_groups = group[order]
-        bounds = np.flatnonzero(np.diff(sorted_groups)) + 1
-        starts = np.concatenate(([0], bounds))
-        ends = np.concatenate((bounds, [len(order)]))
-        taken = table.take(pa.array(order))
-        kinds_sorted = kinds[order]
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            g = int(sorted_groups[start])
-            key = (partitions[g // width], g % width)
-            slot = self._groups.get(key)
-            if slot is None:
-                slot = self._groups[key] = _Group(key[0], key[1])
-            slot.tables.append(taken.slice(start, end - start))
-            slot.kinds.append(kinds_sorted[start:end])
+            buckets = bucket_ids([table.column(k) for k in self._bucket_keys], self._bucket).astype(np.int16)
+        for values, rows in zip(partitions.values, partitions.row_indices, strict=True):
+            if buckets is None:
+                self._add(values, 0, table, rows, kinds[rows])
+                continue
+            row_buckets = buckets[rows]
+            order = np.argsort(row_buckets, kind="stable")  # radix sort on int16: rows stay ascending per bucket
+            sorted_buckets = row_buckets[order]
+            cuts = np.flatnonzero(np.diff(sorted_buckets)) + 1
+            for chunk in np.split(order, cuts):
+                selected = rows[chunk]
+                self._add(values, int(row_buckets[chunk[0]]), table, selected, kinds[selected])
+
+    def _add(self, partition: tuple[object, ...], bucket: int, table: pa.Table, rows: np.ndarray,
+             kinds: np.ndarray) -> None:
+        key = (partition, bucket)
+        slot = self._groups.get(key)
+        if slot is None:
+            slot = self._groups[key] = _Group(partition, bucket)
+        slot.parts.append((table, rows))
+        slot.kinds.append(kinds)
 
     # -- flushing ----------------------------------------------------------------------------
 
@@ -220,17 +233,25 @@ class TableWrite:
             if key not in self._next_sequence:
                 self._next_sequence[key] = self._sequence_lookup(*key) if self._sequence_lookup else 0
             starts[key] = self._next_sequence[key]
-            self._next_sequence[key] += sum(len(k) for k in g.kinds)
+            self._next_sequence[key] += g.row_count
         with ThreadPoolExecutor(max_workers=2) as pool:
             messages = list(pool.map(lambda g: self._flush(g, starts[(g.partition, g.bucket)]), groups))
         return messages
 
     def _flush(self, group: _Group, first_sequence: int) -> CommitMessage:
-        table = pa.concat_tables(group.tables).combine_chunks()
         kinds = np.concatenate(group.kinds)
-        sequence = np.arange(first_sequence, first_sequence + table.num_rows, dtype=np.int64)
+        sequence = np.arange(first_sequence, first_sequence + len(kinds), dtype=np.int64)
+        if len(group.parts) == 1:
+            source, rows = group.parts[0]
+        else:  # several write() calls: gather once, then work on positions in the gathered table
+            source = pa.concat_tables([t.take(pa.array(r)) for t, r in group.parts]).combine_chunks()
+            rows = np.arange(source.num_rows, dtype=np.int64)
         if self._is_pk:
-            table, kinds, sequence = self._sort_and_fold(table, kinds, sequence)
+            positions = self._sort_and_fold(source, rows)
+            table = source.take(pa.array(rows[positions]))
+            kinds, sequence = kinds[positions], sequence[positions]
+        else:
+            table = source.take(pa.array(rows))
         files = []
         for chunk_start, chunk_len in self._roll(table):
             files.append(self._write_file(group, table.slice(chunk_start, chunk_len),
@@ -239,28 +260,31 @@ class TableWrite:
         total = self._bucket if self._bucket > 0 else -1
         return CommitMessage(partition=group.partition, bucket=group.bucket, total_buckets=total, new_files=tuple(files))
 
-    def _sort_and_fold(self, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray):
-        """Sort by key (stable, so arrival order breaks ties) and keep the last row of each key."""
-        keys = [table.column(k) for k in self._pk]
-        if len(keys) == 1 and pa.types.is_integer(keys[0].type):
-            order = np.argsort(keys[0].to_numpy(), kind="stable")
+    def _sort_and_fold(self, source: pa.Table, rows: np.ndarray) -> np.ndarray:
+        """Positions (into ``rows``) sorted by key, keeping only the last arrival of each key.
+
+        The sort is stable, so among equal keys arrival order (= sequence order) is kept and the
+        last of each run of equal keys is the newest row: the one deduplicate keeps.
+        """
+        keys = source.select(self._pk).take(pa.array(rows))
+        if len(self._pk) == 1 and pa.types.is_integer(keys.column(0).type):
+            values = keys.column(0).to_numpy()
+            order = np.argsort(values, kind="stable")
+            ordered = values[order]
+            last = np.ones(len(order), dtype=bool)
+            last[:-1] = ordered[1:] != ordered[:-1]
         else:
-            order = pc.sort_indices(table.select(self._pk), sort_keys=[(k, "ascending") for k in self._pk]).to_numpy()
-        table = table.take(pa.array(order))
-        kinds, sequence = kinds[order], sequence[order]
-        n = table.num_rows
-        if n > 1:
-            last_of_run = np.ones(n, dtype=bool)
-            same_as_next = np.ones(n - 1, dtype=bool)
-            for k in self._pk:
-                column = table.column(k)
-                eq = pc.equal(column.slice(0, n - 1), column.slice(1)).to_numpy(zero_copy_only=False)
-                same_as_next &= eq
-            last_of_run[:-1] = ~same_as_next
-            if not last_of_run.all():
-                table = table.filter(pa.array(last_of_run))
-                kinds, sequence = kinds[last_of_run], sequence[last_of_run]
-        return table, kinds, sequence
+            order = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in self._pk]).to_numpy()
+            ordered_keys = keys.take(pa.array(order))
+            n = len(order)
+            last = np.ones(n, dtype=bool)
+            if n > 1:
+                same = np.ones(n - 1, dtype=bool)
+                for k in self._pk:
+                    column = ordered_keys.column(k)
+                    same &= pc.equal(column.slice(0, n - 1), column.slice(1)).to_numpy(zero_copy_only=False)
+                last[:-1] = ~same
+        return order if last.all() else order[last]
 
     def _roll(self, table: pa.Table) -> list[tuple[int, int]]:
         target = self._options.target_file_size_for(self._is_pk)

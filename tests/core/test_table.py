@@ -39,7 +39,6 @@ def rows(table, **kw):
 
 
 def kv(ids, dts, names=None, amounts=None):
-    n = len(ids)
     return pa.table({"id": ids, "dt": dts, "name": names or [f"n{i}" for i in ids],
                      "amount": amounts or [float(i) for i in ids]}, schema=KV)
 
