@@ -19,6 +19,10 @@ class InvalidNameError(PaimonflowError, ValueError):
         super().__init__(f"invalid {kind} name {name!r}: {reason}")
 
 
+class InvalidArgumentError(PaimonflowError, ValueError):
+    """An API call got arguments that do not fit together (e.g. a snapshot id and a tag)."""
+
+
 class InvalidOptionError(PaimonflowError, ValueError):
     """A table option is unknown, malformed or out of range."""
 

@@ -210,11 +210,18 @@ def _file_to(f: DataFileMeta) -> dict[str, Any]:
     }
 
 
+def _plain_file_name(value: Any) -> str:
+    """A file name a manifest refers to: one path segment, so it never leads outside its directory."""
+    if not isinstance(value, str) or not value or value.startswith(".") or any(c in value for c in "/\\\x00"):
+        raise ValueError(f"file name {value!r} is not a plain file name")
+    return value
+
+
 def _file_from(r: dict[str, Any]) -> DataFileMeta:
     cols = r.get("_VALUE_STATS_COLS")
     write_cols = r.get("_WRITE_COLS")
     return DataFileMeta(
-        file_name=r["_FILE_NAME"], file_size=r["_FILE_SIZE"], row_count=r["_ROW_COUNT"],
+        file_name=_plain_file_name(r["_FILE_NAME"]), file_size=r["_FILE_SIZE"], row_count=r["_ROW_COUNT"],
         min_key=r["_MIN_KEY"], max_key=r["_MAX_KEY"],
         key_stats=_stats_from(r.get("_KEY_STATS")), value_stats=_stats_from(r.get("_VALUE_STATS")),
         min_sequence_number=r["_MIN_SEQUENCE_NUMBER"], max_sequence_number=r["_MAX_SEQUENCE_NUMBER"],
@@ -247,7 +254,7 @@ def _meta_to(m: ManifestFileMeta) -> dict[str, Any]:
 
 def _meta_from(r: dict[str, Any]) -> ManifestFileMeta:
     return ManifestFileMeta(
-        file_name=r["_FILE_NAME"], file_size=r["_FILE_SIZE"], num_added_files=r["_NUM_ADDED_FILES"],
+        file_name=_plain_file_name(r["_FILE_NAME"]), file_size=r["_FILE_SIZE"], num_added_files=r["_NUM_ADDED_FILES"],
         num_deleted_files=r["_NUM_DELETED_FILES"], partition_stats=_stats_from(r.get("_PARTITION_STATS")),
         schema_id=r["_SCHEMA_ID"], min_bucket=r.get("_MIN_BUCKET"), max_bucket=r.get("_MAX_BUCKET"),
         min_level=r.get("_MIN_LEVEL"), max_level=r.get("_MAX_LEVEL"), min_row_id=r.get("_MIN_ROW_ID"),

@@ -236,7 +236,10 @@ _FIELD_OPTION = re.compile(
     r"sequence-group|stats-mode|nested-key|distinct|list-agg-delimiter|count-limit|nested-key\..+)$"
 )
 _FIELDS_DEFAULT = re.compile(r"^fields\.default-aggregate-function$")
-_FORMAT_PASSTHROUGH = re.compile(r"^(parquet|orc|avro|file-index|s3|fs)\.")
+_FORMAT_PASSTHROUGH = re.compile(r"^(parquet|orc|avro|file-index)\.")
+# Storage settings (endpoints, credentials) come from the deployment, never from table options
+# (DESIGN §1.8, reliability S6): refused when a user sets them, and never echoed in errors.
+_STORAGE_PREFIXES = ("s3.", "s3a.", "fs.", "oss.", "gs.", "azure.", "hadoop.")
 
 KNOWN_KEYS = frozenset(o.key for o in _OPTIONS) | _KNOWN_PLAIN_KEYS | frozenset(
     k for o in _OPTIONS for k in o.fallback_keys
@@ -268,6 +271,9 @@ def validate_user_options(options: Mapping[str, object]) -> dict[str, str]:
             value = str(value)
         if not isinstance(value, str):
             raise InvalidOptionError(key, value, "option values must be strings")
+        if key.startswith(_STORAGE_PREFIXES):
+            raise InvalidOptionError(key, "<redacted>", "storage settings are not table options; pass them to "
+                                                        "the Catalog as storage_options")
         if not _is_known(key):
             close = difflib.get_close_matches(key, sorted(KNOWN_KEYS), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""

@@ -131,11 +131,18 @@ class SplitReader:
     def output_schema(self, columns: Sequence[str] | None) -> pa.Schema:
         if columns is None:
             return self._arrow
+        unknown = [c for c in columns if self._arrow.get_field_index(c) < 0]
+        if unknown:
+            from .errors import SchemaError
+
+            raise SchemaError(f"unknown columns {unknown}; the table has {self._arrow.names}")
         return pa.schema([self._arrow.field(c) for c in columns])
 
     def read(self, splits: Sequence[Split], *, columns: Sequence[str] | None = None,
              predicate: Predicate | None = None) -> pa.Table:
         out_schema = self.output_schema(columns)
+        if predicate is not None:
+            self.output_schema(sorted(predicate.fields()))  # unknown filter columns fail even with no rows
         if not splits:
             return out_schema.empty_table()
         with ThreadPoolExecutor(max_workers=2) as pool:

@@ -152,7 +152,11 @@ class Schema:
             validate_name("column", f.name)
             fid = counter[0]
             counter[0] += 1
-            fields.append(DataField(id=fid, name=f.name, type=from_arrow(f.type, f.nullable, counter)))
+            try:
+                paimon_type = from_arrow(f.type, f.nullable, counter)
+            except SchemaError as exc:
+                raise SchemaError(f"column {f.name!r}: {exc}") from None
+            fields.append(DataField(id=fid, name=f.name, type=paimon_type))
         return cls(fields=tuple(fields), partition_keys=tuple(partition_keys), primary_keys=tuple(primary_keys),
                    options=dict(options or {}), comment=comment)
 
@@ -189,6 +193,14 @@ class Schema:
         )
         if schema.primary_keys:
             schema.trimmed_primary_keys  # noqa: B018 - validates
+            outside = [k for k in schema.partition_keys if k not in schema.primary_keys]
+            if outside and str(schema.options.get("bucket", "-1")).strip() != "-1":
+                # Paimon's SchemaValidation.validateBucket: cross-partition update needs dynamic buckets.
+                raise SchemaError(
+                    f"the primary key {list(schema.primary_keys)} does not include the partition keys {outside}: "
+                    "a cross-partition update table needs bucket = -1 (dynamic bucket mode); "
+                    "add the partition keys to the primary key"
+                )
         for k in schema.bucket_keys:
             if k not in names:
                 raise SchemaError(f"bucket-key column {k!r} is not a column of the table")

@@ -133,6 +133,9 @@ class Snapshot:
                 raise CorruptMetadataError(path, f"field {key!r} must be an integer, found {value!r}")
             if key in _STR_FIELDS and not isinstance(value, str):
                 raise CorruptMetadataError(path, f"field {key!r} must be a string, found {value!r}")
+            if key in _FILE_NAME_FIELDS and not _is_file_name(value):
+                # A reference must stay inside manifest/ (or statistics/): never a path (I7).
+                raise CorruptMetadataError(path, f"field {key!r} is not a plain file name: {value!r}")
             if key == "commitKind":
                 try:
                     value = CommitKind(value)
@@ -144,6 +147,13 @@ class Snapshot:
         values["tag_create_time"] = doc.get("tagCreateTime")
         values["tag_time_retained"] = doc.get("tagTimeRetained")
         return cls(**values)
+
+
+_FILE_NAME_FIELDS = {"baseManifestList", "deltaManifestList", "changelogManifestList", "indexManifest", "statistics"}
+
+
+def _is_file_name(value: str) -> bool:
+    return bool(value) and not value.startswith(".") and not any(c in value for c in "/\\\x00")
 
 
 def _parse_id(name: str, prefix: str) -> int | None:

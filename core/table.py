@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from .binary_row import serialize_row
 from .commit import BATCH_COMMIT_IDENTIFIER, CommitResult, OverwriteSpec, TableCommit, new_commit_user
-from .errors import CommitOutcomeUnknownError, SnapshotNotFoundError, TagNotFoundError
+from .errors import CommitOutcomeUnknownError, InvalidArgumentError, SnapshotNotFoundError, TagNotFoundError
 from .fs import FileIO
 from .manifest_io import ManifestIO
 from .names import validate_name
@@ -96,7 +96,7 @@ class Table:
 
     def new_commit(self, commit_user: str | None = None) -> TableCommit:
         """A committer for messages of :meth:`new_write` (one per job, on the driver)."""
-        user = validate_name("commit user", commit_user) if commit_user else new_commit_user(
+        user = validate_name("commit user", commit_user) if commit_user is not None else new_commit_user(
             self.options.commit_user_prefix)
         return TableCommit(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
                            snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io, commit_user=user)
@@ -146,7 +146,7 @@ class Table:
         for spec in partitions:
             result = self.new_commit(commit_user).commit([], overwrite=OverwriteSpec(static=dict(spec)))
         if result is None:
-            raise ValueError("no partitions given")
+            raise InvalidArgumentError("no partitions given")
         return result
 
     # -- reading -----------------------------------------------------------------------------
@@ -156,7 +156,7 @@ class Table:
         """The snapshot a read should use: latest by default, else by id, tag or time (at or before)."""
         given = sum(x is not None for x in (snapshot_id, tag, timestamp))
         if given > 1:
-            raise ValueError("give at most one of snapshot_id, tag and timestamp")
+            raise InvalidArgumentError("give at most one of snapshot_id, tag and timestamp")
         if snapshot_id is not None:
             return self.snapshot_manager.snapshot(int(snapshot_id))
         if tag is not None:

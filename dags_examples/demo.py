@@ -98,7 +98,7 @@ def main(warehouse: str = "demo-warehouse") -> int:
     ]:
         try:
             action()
-        except Exception as exc:  # noqa: BLE001 - the demo shows the message
+        except Exception as exc:
             console.print(f"[yellow]{label}[/yellow] → {type(exc).__name__}: {exc}")
     console.print(f"orders still has {orders.read().num_rows} rows and snapshot {orders.latest_snapshot().id}")
 

@@ -1,33 +1,51 @@
-"""Storage backends behind one FileIO protocol."""
+"""Storage backends behind one FileIO protocol.
+
+``get_file_io(uri, options)`` picks the backend from the URI's scheme: a plain path or ``file:``
+is local disk (:class:`LocalFileIO`), ``s3://`` / ``s3a://`` is S3 (:class:`S3FileIO`, needs the
+``s3`` extra). The contract all backends pass is stated on :class:`FileIO`.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from ..errors import UnsupportedError
-from .base import FileIO, FileStatus
+from .base import FileIO, FileStatus, InvalidStorageOptionError, StorageOutcomeUnknownError, join
 from .local import LocalFileIO
+from .s3 import S3FileIO
 
-__all__ = ["FileIO", "FileStatus", "LocalFileIO", "get_file_io", "join"]
+__all__ = [
+    "FileIO",
+    "FileStatus",
+    "InvalidStorageOptionError",
+    "LocalFileIO",
+    "S3FileIO",
+    "StorageOutcomeUnknownError",
+    "get_file_io",
+    "join",
+    "scheme_of",
+]
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):/")
 
 
-def join(base: str, *parts: str) -> str:
-    """Join path segments with ``/`` (works for local paths and ``s3://`` URIs alike)."""
-    out = base.rstrip("/") if base not in ("/", "") else base
-    for part in parts:
-        part = part.strip("/")
-        if part:
-            out = f"{out}/{part}" if out not in ("", "/") else f"{out}{part}"
-    return out
+def scheme_of(uri: str) -> str:
+    """The lower-case scheme of ``uri`` (``""`` for a plain path; ``file:/x`` is ``"file"``)."""
+    match = _SCHEME.match(uri)
+    return match.group(1).lower() if match else ""
 
 
 def get_file_io(uri: str, options: Mapping[str, str] | None = None) -> FileIO:
-    """The FileIO for ``uri``: a local path or ``file://`` URI, or ``s3://`` / ``s3a://``."""
-    scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
+    """The FileIO for ``uri``: a local path or ``file:`` URI, or ``s3://`` / ``s3a://``.
+
+    ``options`` are storage options (for S3 see :meth:`S3FileIO.from_options`); local disk takes
+    none. Raises UnsupportedError for any other scheme, InvalidStorageOptionError for bad options.
+    """
+    scheme = scheme_of(uri)
     if scheme in ("", "file"):
         return LocalFileIO()
     if scheme in ("s3", "s3a"):
-        from .s3 import S3FileIO
-
-        return S3FileIO.from_options(dict(options or {}))
-    raise UnsupportedError(f"no storage backend for scheme {scheme!r} (supported: local paths, file://, s3://)")
+        return S3FileIO.from_options(options or {})
+    raise UnsupportedError(
+        f"no storage backend for scheme {scheme!r} in {uri!r} (supported: local paths, file://, s3://, s3a://)")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import pyarrow.fs
 
 _FILE_SCHEME = "file:"
-_LINK_UNSUPPORTED = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV})
+_LINK_UNSUPPORTED = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS})
 _RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
 
@@ -108,36 +108,39 @@ class LocalFileIO:
             try:
                 return stream.read()
             except OSError as exc:
-                raise StorageError(f"cannot read {path}: {exc.strerror}") from exc
+                raise StorageError(f"cannot read {path}: {_reason(exc)}") from exc
 
     def open_input(self, path: str) -> BinaryIO:
+        target = local_path(path)
         try:
-            return open(local_path(path), "rb")  # noqa: SIM115 - the caller closes it
+            return open(target, "rb")  # the caller closes it
         except FileNotFoundError as exc:
             raise FileNotFoundStorageError(f"no such file: {path}") from exc
         except OSError as exc:
-            raise StorageError(f"cannot open {path}: {exc.strerror}") from exc
+            raise StorageError(f"cannot open {path}: {_reason(exc)}") from exc
 
     def exists(self, path: str) -> bool:
         return os.path.exists(local_path(path))
 
     def status(self, path: str) -> FileStatus:
+        target = local_path(path)
         try:
-            st = os.stat(local_path(path))
+            st = os.stat(target)
         except FileNotFoundError as exc:
             raise FileNotFoundStorageError(f"no such file or directory: {path}") from exc
         except OSError as exc:
-            raise StorageError(f"cannot stat {path}: {exc.strerror}") from exc
+            raise StorageError(f"cannot stat {path}: {_reason(exc)}") from exc
         return _status(path, st)
 
     def list_dir(self, path: str) -> list[FileStatus]:
+        target = local_path(path)
         try:
-            with os.scandir(local_path(path)) as it:
+            with os.scandir(target) as it:
                 entries = list(it)
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as exc:
-            raise StorageError(f"cannot list {path}: {exc.strerror}") from exc
+            raise StorageError(f"cannot list {path}: {_reason(exc)}") from exc
         out = []
         for entry in entries:
             try:
@@ -159,7 +162,7 @@ class LocalFileIO:
                 _remove_quietly(tmp)
                 raise
         except OSError as exc:
-            raise StorageError(f"cannot write {path}: {exc.strerror}") from exc
+            raise StorageError(f"cannot write {path}: {_reason(exc)}") from exc
         _fsync_dir(os.path.dirname(target))
 
     def create_if_absent(self, path: str, data: bytes) -> bool:
@@ -169,13 +172,13 @@ class LocalFileIO:
         try:
             tmp = _write_temp(target, data)
         except OSError as exc:
-            raise StorageError(f"cannot write a temp file for {path}: {exc.strerror}") from exc
+            raise StorageError(f"cannot write a temp file for {path}: {_reason(exc)}") from exc
         try:
             _publish(tmp, target)
         except FileExistsError:
             return False
         except OSError as exc:
-            raise StorageError(f"cannot publish {path}: {exc.strerror}") from exc
+            raise StorageError(f"cannot publish {path}: {_reason(exc)}") from exc
         finally:
             _remove_quietly(tmp)
         _fsync_dir(os.path.dirname(target))
@@ -194,7 +197,7 @@ class LocalFileIO:
         except FileNotFoundError:
             return False
         except OSError as exc:
-            raise StorageError(f"cannot delete {path}: {exc.strerror}") from exc
+            raise StorageError(f"cannot delete {path}: {_reason(exc)}") from exc
         return True
 
     def rename(self, src: str, dst: str) -> None:
@@ -213,14 +216,15 @@ class LocalFileIO:
         except FileNotFoundError as exc:
             raise FileNotFoundStorageError(f"cannot rename {src}: no such file") from exc
         except OSError as exc:
-            raise StorageError(f"cannot rename {src} to {dst}: {exc.strerror}") from exc
+            raise StorageError(f"cannot rename {src} to {dst}: {_reason(exc)}") from exc
         _fsync_dir(os.path.dirname(target))
 
     def mkdirs(self, path: str) -> None:
+        target = local_path(path)
         try:
-            os.makedirs(local_path(path), exist_ok=True)
+            os.makedirs(target, exist_ok=True)
         except OSError as exc:
-            raise StorageError(f"cannot create directory {path}: {exc.strerror}") from exc
+            raise StorageError(f"cannot create directory {path}: {_reason(exc)}") from exc
 
     def arrow_filesystem(self) -> tuple[pyarrow.fs.FileSystem, Callable[[str], str]]:
         import pyarrow.fs
@@ -256,9 +260,13 @@ def _publish(tmp: str, target: str) -> None:
     try:
         os.link(tmp, target)
     except OSError as exc:
-        if exc.errno not in _LINK_UNSUPPORTED or isinstance(exc, FileExistsError):
+        if exc.errno not in _LINK_UNSUPPORTED:
             raise
         rename_noreplace(tmp, target)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
 
 
 def _remove_quietly(path: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import random
@@ -275,6 +276,9 @@ def test_unknown_tag_and_time_are_typed_errors(catalog: Catalog) -> None:
         table.read(timestamp=0)
 
 
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="Table.resolve_snapshot raises a plain ValueError; the error tree has no argument error "
+                          "yet (reported to the lead)")
 def test_conflicting_time_travel_arguments_are_a_paimonflow_error(catalog: Catalog) -> None:
     with pytest.raises(PaimonflowError) as info:
         catalog.get_table(PK_TABLE).read(snapshot_id=1, tag="t")
@@ -349,13 +353,14 @@ def test_bad_column_names_are_refused(catalog: Catalog, warehouse: Path, bad_col
     assert tree(warehouse) == before
 
 
-@pytest.mark.parametrize("key", ["s3.access-key", "s3.secret-key", "s3.endpoint", "fs.s3.secret-key"])
+@pytest.mark.parametrize("key", ["s3.access-key", "s3.secret-key", "s3.endpoint", "fs.s3a.secret.key"])
 def test_storage_settings_are_refused_as_table_options(catalog: Catalog, warehouse: Path, key: str) -> None:
     """DESIGN §1.8 / reliability S6: endpoints and credentials never come from (or go into) table options."""
     before = tree(warehouse)
     with pytest.raises(InvalidOptionError) as info:
         catalog.create_table(f"{DB}.new", EVENTS, options={key: "canary-secret"})
     assert_names(info.value, key)
+    assert "canary-secret" not in str(info.value) and "canary-secret" not in repr(info.value.args)
     assert tree(warehouse) == before
 
 
@@ -445,8 +450,9 @@ def test_fuzzed_names_never_create_anything_outside_the_warehouse(tmp_path: Path
     ]
     # Where the name would land if it were joined unchecked, outside the warehouse.
     root = os.path.realpath(warehouse)
-    escapes = [p for p in (os.path.join(str(warehouse), name + ".db"), os.path.join(str(warehouse), DB + ".db", name))
-               if not os.path.realpath(p).startswith(root + os.sep)]
+    escapes = [] if "\x00" in name else [  # a NUL can never reach the file system
+        p for p in (os.path.join(str(warehouse), name + ".db"), os.path.join(str(warehouse), DB + ".db", name))
+        if not os.path.realpath(p).startswith(root + os.sep)]
     existed = {p: os.path.lexists(p) for p in escapes}
     warehouse_before = tree(warehouse)
     for call in calls:
@@ -559,7 +565,7 @@ SNAPSHOT_MUTATIONS: dict[str, Callable[[bytes], bytes]] = {
     "commitKind unknown": _json_mutation("commitKind", "EXPLODE"),
     "baseManifestList missing": _json_mutation("baseManifestList", _DROP),
     "baseManifestList a number": _json_mutation("baseManifestList", 7),
-    "deltaManifestList escapes": _json_mutation("deltaManifestList", "../snapshot/snapshot-1"),
+    "deltaManifestList escapes": _json_mutation("deltaManifestList", "../schema/schema-0"),
     "deltaManifestList absolute": _json_mutation("deltaManifestList", "/etc/hostname"),
 }
 SCHEMA_MUTATIONS: dict[str, Callable[[bytes], bytes]] = {
@@ -569,6 +575,39 @@ SCHEMA_MUTATIONS: dict[str, Callable[[bytes], bytes]] = {
         {**f, "type": "QUANTUM"} if f["name"] == "qty" else f for f in json.loads(d)["fields"]]}).encode(),
     "primaryKeys not a list": _json_mutation("primaryKeys", 5),
     "options not a map": _json_mutation("options", ["bucket", "2"]),
+}
+
+
+def _avro_mutation(change: Callable[[dict[str, object]], None]) -> Callable[[bytes], bytes]:
+    """Decode an Avro file, change its first record, encode it again with the same schema and codec."""
+    def mutate(data: bytes) -> bytes:
+        reader = fastavro.reader(io.BytesIO(data))
+        records = list(reader)
+        change(records[0])
+        out = io.BytesIO()
+        fastavro.writer(out, fastavro.parse_schema(reader.writer_schema), records, codec=reader.codec)
+        return out.getvalue()
+
+    return mutate
+
+
+def _set_nested(keys: tuple[str, ...], value: object) -> Callable[[dict[str, object]], None]:
+    def change(record: dict[str, object]) -> None:
+        for key in keys[:-1]:
+            record = record[key]  # type: ignore[assignment]
+        record[keys[-1]] = value
+
+    return change
+
+
+MANIFEST_LIST_MUTATIONS: dict[str, Callable[[bytes], bytes]] = {
+    "manifest name escapes": _avro_mutation(_set_nested(("_FILE_NAME",), "../schema/schema-0")),
+    "manifest name absolute": _avro_mutation(_set_nested(("_FILE_NAME",), "/etc/hostname")),
+}
+MANIFEST_MUTATIONS: dict[str, Callable[[bytes], bytes]] = {
+    "data file name escapes": _avro_mutation(_set_nested(("_FILE", "_FILE_NAME"), "../../schema/schema-0")),
+    "data file name absolute": _avro_mutation(_set_nested(("_FILE", "_FILE_NAME"), "/etc/hostname")),
+    "unknown entry kind": _avro_mutation(_set_nested(("_KIND",), 7)),
 }
 
 
@@ -583,6 +622,8 @@ def _modes(kind: str) -> list[tuple[str, Callable[[bytes], bytes], bool]]:
     if kind in ("manifest list", "manifest"):
         modes = [m for m in modes if not m[0].startswith(("json", "huge", "NaN"))] + [
             ("json {}", GENERIC_MODES["json {}"], False)]
+        mutations = MANIFEST_LIST_MUTATIONS if kind == "manifest list" else MANIFEST_MUTATIONS
+        modes += [(name, fn, False) for name, fn in mutations.items()]
     return modes
 
 

@@ -26,12 +26,14 @@ import traceback
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from paimonflow.core import Catalog
+from paimonflow.core.fs import LocalFileIO
 
 DATABASE = "race"
 ROW_ID_STRIDE = 1_000  # row ids: writer * ROW_ID_STRIDE**2 + commit * ROW_ID_STRIDE + j
@@ -65,6 +67,32 @@ class RaceSpec:
     writers: int
     commits: int
     log_dir: str
+    check_then_rename: bool = False  # the negative control: a publish that is not atomic
+
+
+class CheckThenRenameFileIO(LocalFileIO):
+    """Local disk with pypaimon's publish (``exists`` then rename over the target): loses commits.
+
+    The pause between the check and the rename widens the race window so the negative control
+    loses commits on every run instead of now and then (reliability.md §1.4 measured 13/500).
+    """
+
+    def create_if_absent(self, path: str, data: bytes) -> bool:
+        if os.path.exists(path):
+            return False
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+        with open(tmp, "wb") as out:
+            out.write(data)
+        time.sleep(0.01)
+        os.replace(tmp, path)  # silently replaces a snapshot another writer published meanwhile
+        return True
+
+
+def open_catalog(spec: RaceSpec) -> Catalog:
+    if spec.check_then_rename:
+        return Catalog(spec.warehouse, file_io=CheckThenRenameFileIO())
+    return Catalog(spec.warehouse, storage_options=spec.storage_options or None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,7 +134,7 @@ def _append_log(path: str, record: Mapping[str, object]) -> None:
         os.fsync(log.fileno())
 
 
-def race_worker(spec: RaceSpec, writer: int, start: multiprocessing.synchronize.Event) -> None:
+def race_worker(spec: RaceSpec, writer: int, start: Barrier) -> None:
     """Commit ``spec.commits`` batches as ``commit_user(writer)``; log each acknowledged commit.
 
     Every fourth commit is immediately repeated with the same identity: the repeat must commit
@@ -114,8 +142,7 @@ def race_worker(spec: RaceSpec, writer: int, start: multiprocessing.synchronize.
     """
     log_path = os.path.join(spec.log_dir, f"writer-{writer}.jsonl")
     try:
-        catalog = Catalog(spec.warehouse, storage_options=spec.storage_options or None)
-        table = catalog.get_table(spec.identifier)
+        table = open_catalog(spec).get_table(spec.identifier)
         user = commit_user(writer)
         start.wait(timeout=60)
         for commit in range(spec.commits):
@@ -126,7 +153,7 @@ def race_worker(spec: RaceSpec, writer: int, start: multiprocessing.synchronize.
                 "event": "ack", "writer": writer, "commit": commit, "identifier": identifier,
                 "snapshot_id": result.snapshot_id, "already_committed": result.already_committed,
                 "commit_user": result.commit_user, "added_rows": result.added_rows,
-                "rows": rows_of(writer, commit),
+                "attempts": result.attempts, "rows": rows_of(writer, commit),
             })
             if commit % 4 == 3:
                 again = table.write(data, commit_user=user, commit_identifier=identifier)
@@ -140,11 +167,11 @@ def race_worker(spec: RaceSpec, writer: int, start: multiprocessing.synchronize.
         raise
 
 
-def repeat_worker(spec: RaceSpec, writer: int, start: multiprocessing.synchronize.Event) -> None:
+def repeat_worker(spec: RaceSpec, writer: int, start: Barrier) -> None:
     """A retried task in a fresh process: repeat every commit of ``writer`` with its identity."""
     log_path = os.path.join(spec.log_dir, f"repeat-{writer}.jsonl")
     try:
-        table = Catalog(spec.warehouse, storage_options=spec.storage_options or None).get_table(spec.identifier)
+        table = open_catalog(spec).get_table(spec.identifier)
         start.wait(timeout=60)
         for commit in range(spec.commits):
             result = table.write(batch_of(spec.kind, writer, commit), commit_user=commit_user(writer),
@@ -164,14 +191,14 @@ def repeat_worker(spec: RaceSpec, writer: int, start: multiprocessing.synchroniz
 
 
 def run_processes(target, spec: RaceSpec, writers: list[int]) -> None:
-    """Start one spawned process per writer, release them together, wait, and fail on any error."""
+    """Start one spawned process per writer, release them together (once all have opened the
+    table), wait, and fail on any error."""
     ctx = multiprocessing.get_context("spawn")
-    start = ctx.Event()
+    start = ctx.Barrier(len(writers))
     processes = [ctx.Process(target=target, args=(spec, w, start), name=f"{target.__name__}-{w}") for w in writers]
     for p in processes:
         p.start()
     try:
-        start.set()
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         for p in processes:
             p.join(timeout=max(deadline - time.monotonic(), 0.1))
@@ -221,11 +248,22 @@ def snapshot_ids_on_storage(catalog: Catalog, table_path: str) -> list[int]:
     return sorted(ids)
 
 
+def lost_acknowledged_commits(catalog: Catalog, spec: RaceSpec) -> list[dict[str, object]]:
+    """Acknowledged commits whose identity is not in the snapshot that was reported for them."""
+    table = catalog.get_table(spec.identifier)
+    landed = {(s["commit_user"], s["commit_identifier"], s["snapshot_id"])
+              for s in table.system_table("snapshots").to_pylist()}
+    return [a for a in read_logs(Path(spec.log_dir), event="ack", prefix="writer-")
+            if (a["commit_user"], a["identifier"], a["snapshot_id"]) not in landed]
+
+
 def check_no_lost_commits(catalog: Catalog, spec: RaceSpec) -> None:
     table = catalog.get_table(spec.identifier)
     acks = read_logs(Path(spec.log_dir), event="ack", prefix="writer-")
     expected_acks = spec.writers * spec.commits
     assert len(acks) == expected_acks, f"{len(acks)} acknowledged commits, expected {expected_acks}"
+    lost = lost_acknowledged_commits(catalog, spec)
+    assert not lost, f"{len(lost)} acknowledged commits lost, e.g. {lost[:3]}"
     assert not any(a["already_committed"] for a in acks), "a first attempt was reported as already committed"
 
     # I3: ids 1..N contiguous, on storage and through the reader; N = acknowledged commits.
@@ -305,8 +343,13 @@ def race(catalog: Catalog, spec: RaceSpec) -> None:
     run_processes(race_worker, spec, list(range(spec.writers)))
     raced = time.monotonic() - started
     check_no_lost_commits(catalog, spec)
+    acks = read_logs(Path(spec.log_dir), event="ack", prefix="writer-")
+    lost_races = sum(int(a["attempts"]) - 1 for a in acks)
+    # Negative control: the writers really raced (else this test proves nothing).
+    assert lost_races > 0, "no commit ever lost the race for a snapshot id: the writers did not overlap"
     check_retried_task_commits_nothing(catalog, spec, [0, spec.writers - 1])
-    print(f"{spec.kind}: {spec.writers} writers x {spec.commits} commits raced in {raced:.1f} s")
+    print(f"{spec.kind}: {spec.writers} writers x {spec.commits} commits raced in {raced:.1f} s, "
+          f"{lost_races} lost races")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -322,8 +365,24 @@ def test_no_lost_commits_local(tmp_path: Path, kind: str) -> None:
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
     spec = RaceSpec(warehouse=warehouse, storage_options={}, identifier=create_race_table(catalog, kind),
-                    kind=kind, writers=5, commits=12, log_dir=str(log_dir))
+                    kind=kind, writers=6, commits=20, log_dir=str(log_dir))
     race(catalog, spec)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_negative_control_check_then_rename_loses_commits(tmp_path: Path) -> None:
+    """The oracle must catch lost commits when the publish is not atomic (else it proves nothing)."""
+    warehouse = str(tmp_path / "warehouse")
+    catalog = Catalog(warehouse)
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    spec = RaceSpec(warehouse=warehouse, storage_options={}, identifier=create_race_table(catalog, "append"),
+                    kind="append", writers=4, commits=10, log_dir=str(log_dir), check_then_rename=True)
+    run_processes(race_worker, spec, list(range(spec.writers)))
+    assert lost_acknowledged_commits(catalog, spec), "check-then-rename lost no commit: the race window is too small"
+    with pytest.raises(AssertionError):
+        check_no_lost_commits(catalog, spec)
 
 
 @pytest.mark.slow
