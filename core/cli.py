@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Annotated
@@ -14,9 +15,27 @@ from rich.table import Table as RichTable
 from .catalog import Catalog
 from .errors import PaimonflowError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Inspect and change Apache Paimon tables (filesystem catalog).")
 console = Console()
+err_console = Console(stderr=True)
+
+
+def command(name: str | None = None):
+    """Register a command whose paimonflow errors become one red line and exit code 2."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except PaimonflowError as exc:
+                err_console.print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
+                raise typer.Exit(2) from None
+
+        return app.command(name)(run)
+
+    return decorate
 
 Warehouse = Annotated[str, typer.Option("--warehouse", "-w", envvar="PAIMONFLOW_WAREHOUSE",
                                         help="Warehouse path or URI (file:// or s3://).")]
@@ -45,14 +64,14 @@ def _parse_type(text: str) -> pa.DataType:
     return to_arrow_type_from_text(text)
 
 
-@app.command("create-database")
+@command("create-database")
 def create_database(name: str, warehouse: Warehouse, ignore_if_exists: bool = False) -> None:
     """Create a database."""
     _catalog(warehouse).create_database(name, ignore_if_exists=ignore_if_exists)
     console.print(f"created database [bold]{name}[/bold]")
 
 
-@app.command("list")
+@command("list")
 def list_(warehouse: Warehouse, database: Annotated[str | None, typer.Argument()] = None) -> None:
     """List databases, or the tables of one database."""
     catalog = _catalog(warehouse)
@@ -60,7 +79,7 @@ def list_(warehouse: Warehouse, database: Annotated[str | None, typer.Argument()
         console.print(name)
 
 
-@app.command("create-table")
+@command("create-table")
 def create_table(
     identifier: Identifier,
     warehouse: Warehouse,
@@ -82,7 +101,7 @@ def create_table(
     console.print(f"created table [bold]{table.identifier}[/bold] at {table.path}")
 
 
-@app.command()
+@command()
 def describe(identifier: Identifier, warehouse: Warehouse) -> None:
     """Schema, keys, options and the latest snapshot of a table."""
     table = _catalog(warehouse).get_table(identifier)
@@ -102,7 +121,7 @@ def describe(identifier: Identifier, warehouse: Warehouse) -> None:
                                          if latest else "none"))
 
 
-@app.command()
+@command()
 def snapshots(identifier: Identifier, warehouse: Warehouse) -> None:
     """The table's snapshots."""
     table = _catalog(warehouse).get_table(identifier)
@@ -111,7 +130,7 @@ def snapshots(identifier: Identifier, warehouse: Warehouse) -> None:
          "commit_user"]), title=f"{identifier}$snapshots")
 
 
-@app.command()
+@command()
 def files(identifier: Identifier, warehouse: Warehouse) -> None:
     """Live data files of the latest snapshot."""
     table = _catalog(warehouse).get_table(identifier)
@@ -120,7 +139,7 @@ def files(identifier: Identifier, warehouse: Warehouse) -> None:
         title=f"{identifier}$files")
 
 
-@app.command()
+@command()
 def read(
     identifier: Identifier,
     warehouse: Warehouse,
@@ -150,7 +169,7 @@ def _save(rows: pa.Table, path: Path) -> None:
         pq.write_table(rows, path)
 
 
-@app.command()
+@command()
 def write(
     identifier: Identifier,
     warehouse: Warehouse,
@@ -176,11 +195,7 @@ def write(
 
 
 def main() -> None:
-    try:
-        app()
-    except PaimonflowError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise SystemExit(2) from None
+    app()
 
 
 if __name__ == "__main__":
