@@ -306,3 +306,38 @@ def test_system_tables(catalog):
     assert catalog.load_system_table("db.t$snapshots").num_rows == 1
     with pytest.raises(LookupError):
         t.system_table("nope")
+
+
+class _FlakyPublish:
+    """A real LocalFileIO whose snapshot publish fails once, after (or before) it really happened."""
+
+    def __init__(self, inner, *, landed: bool) -> None:
+        self._inner, self._landed, self.failures = inner, landed, 0
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def create_if_absent(self, path, data):
+        from paimonflow.core.errors import StorageError
+
+        if "/snapshot/snapshot-" in path and self.failures == 0:
+            self.failures += 1
+            if self._landed:
+                self._inner.create_if_absent(path, data)
+            raise StorageError("connection reset while publishing")
+        return self._inner.create_if_absent(path, data)
+
+
+@pytest.mark.parametrize("landed", [True, False])
+def test_unknown_publish_outcome_commits_exactly_once(tmp_path, landed):
+    from paimonflow.core.fs import LocalFileIO
+
+    flaky = _FlakyPublish(LocalFileIO(), landed=landed)
+    catalog = Catalog(str(tmp_path / "wh"), file_io=flaky)
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", KV, primary_keys=["id", "dt"], options={"bucket": "1"})
+    result = t.write(kv([1, 2], ["a", "a"]), commit_user="job", commit_identifier=7)
+    assert flaky.failures == 1
+    assert result.snapshot_id == 1
+    assert t.snapshot_manager.list_ids() == [1]
+    assert [r["id"] for r in rows(t)] == [1, 2]
