@@ -93,6 +93,9 @@ class TableCommit:
     def already_committed(self, commit_identifier: int) -> Snapshot | None:
         """The snapshot of this user with an identifier >= ``commit_identifier``, if one exists.
 
+        As in Paimon, identifiers of one user grow: the user's latest snapshot having an identifier
+        at least ``commit_identifier`` means this one was committed (possibly in that snapshot or an
+        earlier one; the latest is reported). The look-up walks back from the latest snapshot.
         Batch commits (``BATCH_COMMIT_IDENTIFIER``) are never deduplicated, as in Paimon.
         """
         if commit_identifier == BATCH_COMMIT_IDENTIFIER:

@@ -14,7 +14,7 @@ from .errors import InvalidNameError
 
 NAME_KINDS = ("database", "table", "tag", "branch", "consumer", "column", "commit user")
 
-_MAX_LENGTH = 255
+_MAX_LENGTH = 200  # UTF-8 bytes: room for Paimon's prefixes and suffixes (tag-, .db) within a 255-byte file name
 # Letters, digits and a few safe punctuation marks; no separators, no wildcards, no control chars.
 _ALLOWED = re.compile(r"^[\w\-.@+~]+$", re.UNICODE)
 
@@ -22,7 +22,7 @@ _ALLOWED = re.compile(r"^[\w\-.@+~]+$", re.UNICODE)
 def validate_name(kind: str, name: object) -> str:
     """Return ``name`` unchanged if it is a valid ``kind`` name, else raise :class:`InvalidNameError`.
 
-    Rules: a non-empty string of at most 255 characters; letters, digits, ``_ - . @ + ~`` only
+    Rules: a non-empty string of at most 200 UTF-8 bytes; letters, digits, ``_ - . @ + ~`` only
     (so no ``/``, ``\\``, ``:``, ``$``, whitespace or control characters); not ``.`` or ``..`` and
     not starting with ``.`` (Paimon's temp and hidden files); no NUL. Column names only need to be
     non-empty printable text (Paimon allows spaces there; they never become paths).
@@ -33,8 +33,8 @@ def validate_name(kind: str, name: object) -> str:
         raise InvalidNameError(kind, name, "must be a string")
     if not name:
         raise InvalidNameError(kind, name, "must not be empty")
-    if len(name) > _MAX_LENGTH:
-        raise InvalidNameError(kind, name, f"longer than {_MAX_LENGTH} characters")
+    if len(name.encode("utf-8")) > _MAX_LENGTH:
+        raise InvalidNameError(kind, name, f"longer than {_MAX_LENGTH} bytes in UTF-8")
     if any(unicodedata.category(ch).startswith("C") for ch in name):
         raise InvalidNameError(kind, name, "contains control or invisible characters")
     if kind == "column":

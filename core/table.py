@@ -112,6 +112,7 @@ class Table:
         With ``commit_user`` and ``commit_identifier`` the commit is exactly-once: repeating it
         commits nothing and reports the existing snapshot.
         """
+        spec = self._overwrite_spec(overwrite)  # checked before any file is written
         committer = self.new_commit(commit_user)
         identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
         existing = committer.already_committed(identifier)
@@ -120,7 +121,6 @@ class Table:
         writer = self.new_write()
         writer.write(data, row_kinds=row_kinds)
         messages = writer.prepare_commit()
-        spec = self._overwrite_spec(overwrite)
         try:
             return committer.commit(messages, commit_identifier=identifier, overwrite=spec)
         except CommitOutcomeUnknownError:
@@ -134,6 +134,12 @@ class Table:
             return None
         if overwrite is True:
             return OverwriteSpec(dynamic=self.options.dynamic_partition_overwrite and bool(self.partition_keys))
+        unknown = [k for k in overwrite if k not in self.partition_keys]
+        if unknown:
+            from .errors import SchemaError
+
+            raise SchemaError(f"overwrite partition spec names non-partition columns {unknown}; "
+                              f"partition keys are {list(self.partition_keys)}")
         return OverwriteSpec(static=dict(overwrite))
 
     def truncate(self, *, commit_user: str | None = None) -> CommitResult:

@@ -35,6 +35,7 @@ from paimonflow.core.errors import (
     CorruptMetadataError,
     DatabaseNotFoundError,
     DataError,
+    InvalidArgumentError,
     InvalidNameError,
     InvalidOptionError,
     PaimonflowError,
@@ -276,11 +277,8 @@ def test_unknown_tag_and_time_are_typed_errors(catalog: Catalog) -> None:
         table.read(timestamp=0)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="Table.resolve_snapshot raises a plain ValueError; the error tree has no argument error "
-                          "yet (reported to the lead)")
 def test_conflicting_time_travel_arguments_are_a_paimonflow_error(catalog: Catalog) -> None:
-    with pytest.raises(PaimonflowError) as info:
+    with pytest.raises(InvalidArgumentError) as info:
         catalog.get_table(PK_TABLE).read(snapshot_id=1, tag="t")
     assert_names(info.value, "snapshot_id", "tag")
 
