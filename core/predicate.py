@@ -63,13 +63,22 @@ _OPS: dict[str, Callable[[Any, Any], Any]] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Compare(Predicate):
+class _Leaf(Predicate):
+    """A predicate on one column."""
+
     field: str
-    op: str
-    value: Any
 
     def fields(self) -> set[str]:
         return {self.field}
+
+    def only_on(self, names: set[str]) -> Predicate | None:
+        return self if self.field in names else None
+
+
+@dataclass(frozen=True, slots=True)
+class Compare(_Leaf):
+    op: str
+    value: Any
 
     def to_arrow(self) -> pc.Expression:
         return _OPS[self.op](pc.field(self.field), pc.scalar(self.value))
@@ -98,17 +107,10 @@ class Compare(Predicate):
             return True  # incomparable statistics: unknown
         return True
 
-    def only_on(self, names: set[str]) -> Predicate | None:
-        return self if self.field in names else None
-
 
 @dataclass(frozen=True, slots=True)
-class IsIn(Predicate):
-    field: str
+class IsIn(_Leaf):
     values: tuple[Any, ...]
-
-    def fields(self) -> set[str]:
-        return {self.field}
 
     def to_arrow(self) -> pc.Expression:
         return pc.field(self.field).isin(list(self.values))
@@ -116,16 +118,9 @@ class IsIn(Predicate):
     def might_match(self, stats: Mapping[str, ColumnStats]) -> bool:
         return any(Compare(self.field, "==", v).might_match(stats) for v in self.values if v is not None)
 
-    def only_on(self, names: set[str]) -> Predicate | None:
-        return self if self.field in names else None
-
 
 @dataclass(frozen=True, slots=True)
-class IsNull(Predicate):
-    field: str
-
-    def fields(self) -> set[str]:
-        return {self.field}
+class IsNull(_Leaf):
 
     def to_arrow(self) -> pc.Expression:
         return pc.field(self.field).is_null()
@@ -134,16 +129,9 @@ class IsNull(Predicate):
         s = stats.get(self.field)
         return s is None or s.null_count is None or s.null_count > 0
 
-    def only_on(self, names: set[str]) -> Predicate | None:
-        return self if self.field in names else None
-
 
 @dataclass(frozen=True, slots=True)
-class IsNotNull(Predicate):
-    field: str
-
-    def fields(self) -> set[str]:
-        return {self.field}
+class IsNotNull(_Leaf):
 
     def to_arrow(self) -> pc.Expression:
         return pc.field(self.field).is_valid()
@@ -153,9 +141,6 @@ class IsNotNull(Predicate):
         if s is None or s.null_count is None or s.row_count is None:
             return True
         return s.null_count < s.row_count
-
-    def only_on(self, names: set[str]) -> Predicate | None:
-        return self if self.field in names else None
 
 
 @dataclass(frozen=True, slots=True)
