@@ -369,25 +369,18 @@ def merge_manifests(metas: list[ManifestFileMeta], manifest_file: ManifestFile, 
     deleting = [m for m in metas if m.num_deleted_files > 0]
     small = [m for m in metas if m.file_size < target_file_size and m.num_deleted_files == 0]
     if deleting and sum(m.file_size for m in deleting) + sum(m.file_size for m in small) >= full_compaction_size:
-        keep = [m for m in metas if m.file_size >= target_file_size and m.num_deleted_files == 0]
-        rewrite = [m for m in metas if m not in keep]
-        entries: list[ManifestEntry] = []
-        for m in metas:  # replay all, in order, so DELETEs find their ADDs even in kept manifests
-            entries.extend(manifest_file.read(m.file_name))
-        live, orphan_deletes = merge_entries(entries)
-        kept_names = set()
-        for m in keep:
-            kept_names.update(e.identifier() for e in manifest_file.read(m.file_name))
-        survivors = [e for e in live if e.identifier() not in kept_names]
-        # DELETEs of files in kept manifests must survive, or those files would come back.
-        deletes_of_kept = [e for e in orphan_deletes] + [
-            e for e in entries if e.kind is FileKind.DELETE and e.identifier() in kept_names
-        ]
-        if not rewrite:
-            return metas, written
-        new = manifest_file.write(survivors + deletes_of_kept, schema_id=schema_id) if (survivors or deletes_of_kept) else []
+        contents = {m.file_name: manifest_file.read(m.file_name) for m in metas}
+        deleted = {e.identifier() for m in deleting for e in contents[m.file_name] if e.kind is FileKind.DELETE}
+        # A large manifest is kept only if none of its files was deleted since; every other
+        # manifest is replayed, in order, and its live entries rewritten.
+        keep = {m.file_name for m in metas if m.file_size >= target_file_size and m.num_deleted_files == 0
+                and not any(e.identifier() in deleted for e in contents[m.file_name])}
+        replay = [e for m in metas if m.file_name not in keep for e in contents[m.file_name]]
+        live, orphan_deletes = merge_entries(replay)
+        rewritten = orphan_deletes + live  # deletes first: they cancel earlier adds, never later ones
+        new = manifest_file.write(rewritten, schema_id=schema_id) if rewritten else []
         written.extend(m.file_name for m in new)
-        return keep + new, written
+        return [m for m in metas if m.file_name in keep] + new, written
 
     result: list[ManifestFileMeta] = []
     run: list[ManifestFileMeta] = []
@@ -400,7 +393,7 @@ def merge_manifests(metas: list[ManifestFileMeta], manifest_file: ManifestFile, 
             for m in run:
                 entries.extend(manifest_file.read(m.file_name))
             live, deletes = merge_entries(entries)
-            new = manifest_file.write(live + deletes, schema_id=schema_id) if (live or deletes) else []
+            new = manifest_file.write(deletes + live, schema_id=schema_id) if (live or deletes) else []
             written.extend(m.file_name for m in new)
             result.extend(new)
         else:

@@ -7,7 +7,7 @@ import json
 
 import fastavro
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from paimonflow.core.binary_row import serialize_row
@@ -173,8 +173,9 @@ def test_merge_entries_cancels_add_then_delete():
 ops = st.lists(st.tuples(st.sampled_from(["add", "delete"]), st.integers(0, 15)), min_size=1, max_size=60)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(ops, st.integers(1, 5), st.integers(1, 4))
+@example([("add", 0), ("add", 1), ("delete", 1), ("add", 1), ("delete", 0)], 1, 1)  # found by hypothesis
 def test_manifest_merging_keeps_the_live_set(tmp_path_factory, operations, per_commit, min_count):
     """Whatever merging does, the live files after it are exactly the live files before it."""
     fio = LocalFileIO()
