@@ -10,6 +10,7 @@ so memory is bounded by the largest split.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -78,25 +79,49 @@ class ScanPlanner:
         return splits
 
     def _file_might_match(self, f: DataFileMeta, predicate: Predicate) -> bool:
-        schema = self._schemas(f.schema_id)
-        stats: dict[str, ColumnStats] = {}
-        names_by_id = {field.id: field.name for field in self._schema.fields}
+        layout = self._stats_layout(f.schema_id)
         if self._schema.primary_keys:
             # Only key statistics are safe: a value filter must see the merged row, not a file's rows.
-            key_names = list(schema.trimmed_primary_keys)
-            key_types = [schema.arrow_schema().field(k).type for k in key_names]
-            stats.update(_decode_stats(f.key_stats, key_names, key_types, f.row_count, schema, names_by_id))
+            names, types, current = layout.key_names, layout.key_types, layout.current_names
+            stats = f.key_stats
         elif f.value_stats_cols is None or f.value_stats_cols:
-            names = list(f.value_stats_cols) if f.value_stats_cols else [x.name for x in schema.fields]
-            arrow = schema.arrow_schema()
-            types = [arrow.field(n).type for n in names]
-            stats.update(_decode_stats(f.value_stats, names, types, f.row_count, schema, names_by_id))
-        if not stats:
-            return True
-        return predicate.might_match(stats)
+            names = list(f.value_stats_cols) if f.value_stats_cols else layout.value_names
+            types = [layout.type_of[n] for n in names] if f.value_stats_cols else layout.value_types
+            current, stats = layout.current_names, f.value_stats
+        else:
+            return True  # the writer kept no value statistics
+        decoded = _decode_stats(stats, names, types, f.row_count, current)
+        return predicate.might_match(decoded) if decoded else True
+
+    @functools.cache  # noqa: B019 - one planner per read; the cache dies with it
+    def _stats_layout(self, schema_id: int) -> _StatsLayout:
+        schema = self._schemas(schema_id)
+        arrow = schema.arrow_schema()
+        current_by_id = {f.id: f.name for f in self._schema.fields}
+        keys = list(schema.trimmed_primary_keys)
+        return _StatsLayout(
+            key_names=keys,
+            key_types=[arrow.field(k).type for k in keys],
+            value_names=list(arrow.names),
+            value_types=list(arrow.types),
+            type_of={f.name: f.type for f in arrow},
+            current_names={f.name: current_by_id.get(f.id) for f in schema.fields},
+        )
 
 
-def _decode_stats(s, names, types, row_count, file_schema: TableSchema, names_by_id) -> dict[str, ColumnStats]:
+@dataclass(frozen=True, slots=True)
+class _StatsLayout:
+    """How the statistics of files written under one schema map to the current columns."""
+
+    key_names: list[str]
+    key_types: list[pa.DataType]
+    value_names: list[str]
+    value_types: list[pa.DataType]
+    type_of: dict[str, pa.DataType]
+    current_names: dict[str, str | None]  # name in that schema -> current name (None = dropped)
+
+
+def _decode_stats(s, names, types, row_count, current_names) -> dict[str, ColumnStats]:
     """Statistics of a file keyed by the *current* column names (matched through field ids)."""
     if not names:
         return {}
@@ -108,13 +133,9 @@ def _decode_stats(s, names, types, row_count, file_schema: TableSchema, names_by
     nulls = list(s.null_counts) if s.null_counts else [None] * len(names)
     out = {}
     for name, lo, hi, n in zip(names, lows, highs, nulls, strict=False):
-        field = file_schema.field(name)
-        current = names_by_id.get(field.id) if field is not None else None
-        if current is None:
-            continue
-        if type(file_schema.arrow_schema().field(name).type) is not type(types[names.index(name)]):
-            continue
-        out[current] = ColumnStats(lo, hi, n, row_count)
+        current = current_names.get(name)
+        if current is not None:
+            out[current] = ColumnStats(lo, hi, n, row_count)
     return out
 
 
