@@ -52,6 +52,12 @@ class Oracle:
         self._ops.append({"op": "write", "warehouse": str(warehouse), "identifier": identifier,
                           "data_ipc": self._ipc(data), "overwrite": overwrite})
 
+    def alter_table(self, warehouse, identifier, changes: list[dict[str, str]]) -> None:
+        """``changes``: ``{"kind": "add_column", "name", "type"}``, ``rename_column`` (name, new_name),
+        ``drop_column`` (name)."""
+        self._ops.append({"op": "alter_table", "warehouse": str(warehouse), "identifier": identifier,
+                          "changes": changes})
+
     def read(self, warehouse, identifier, *, snapshot_id=None, tag=None) -> int:
         self._n += 1
         out = self._dir / f"out-{self._n}.arrow"

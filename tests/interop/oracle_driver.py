@@ -71,7 +71,23 @@ def snapshots(op):
     return {"latest": latest.id if latest else None}
 
 
-OPS = {"create_table": create_table, "write": write, "read": read, "snapshots": snapshots}
+def alter_table(op):
+    from pypaimon.schema.data_types import AtomicType
+    from pypaimon.schema.schema_change import SchemaChange
+
+    changes = []
+    for change in op["changes"]:
+        if change["kind"] == "add_column":
+            changes.append(SchemaChange.add_column(change["name"], AtomicType(change["type"])))
+        elif change["kind"] == "rename_column":
+            changes.append(SchemaChange.rename_column(change["name"], change["new_name"]))
+        elif change["kind"] == "drop_column":
+            changes.append(SchemaChange.drop_column(change["name"]))
+    _catalog(op).alter_table(op["identifier"], changes)
+    return {}
+
+
+OPS = {"create_table": create_table, "write": write, "read": read, "snapshots": snapshots, "alter_table": alter_table}
 
 
 def main():

@@ -213,3 +213,35 @@ def test_other_file_formats_both_ways(tmp_path, file_format):
     expected = canonical(data.slice(10))
     assert canonical(theirs) == expected
     assert canonical(Catalog(str(theirs_wh)).get_table("db.t").read()) == canonical(data)
+
+
+def test_schema_evolution_both_ways(tmp_path):
+    from paimonflow.core.schema import AddColumn, DropColumn, RenameColumn
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.string()), ("b", pa.int32())])
+    first = pa.table({"id": [1, 2], "a": ["x", "y"], "b": [10, 20]}, schema=schema)
+    # ours evolved, pypaimon reads
+    ours = tmp_path / "ours"
+    catalog = Catalog(str(ours))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write(first)
+    t = t.alter([AddColumn("c", pa.float64()), RenameColumn("a", "a2"), DropColumn("b")])
+    t.write(pa.table({"id": [2, 3], "a2": ["Y", "z"], "c": [2.5, 3.5]}, schema=t.arrow_schema))
+    oracle = Oracle(tmp_path)
+    oracle.read(ours, "db.t")
+    # theirs evolved, we read
+    theirs = tmp_path / "theirs"
+    oracle.create_table(theirs, "db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    oracle.write(theirs, "db.t", first)
+    oracle.alter_table(theirs, "db.t", [{"kind": "add_column", "name": "c", "type": "DOUBLE"},
+                                        {"kind": "rename_column", "name": "a", "new_name": "a2"},
+                                        {"kind": "drop_column", "name": "b"}])
+    (read_by_them,) = oracle.run()
+    expected = [(1, "x", None), (2, "Y", 2.5), (3, "z", 3.5)]
+    assert canonical(read_by_them, ["id", "a2", "c"]) == expected
+    assert canonical(t.read(), ["id", "a2", "c"]) == expected
+    evolved = Catalog(str(theirs)).get_table("db.t")
+    assert evolved.schema.id == 1 and evolved.schema.highest_field_id == 3  # one alter; ids never reused
+    evolved.write(pa.table({"id": [2, 3], "a2": ["Y", "z"], "c": [2.5, 3.5]}, schema=evolved.arrow_schema))
+    assert canonical(evolved.read(), ["id", "a2", "c"]) == expected
