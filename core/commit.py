@@ -126,16 +126,19 @@ class TableCommit:
                     raise SchemaError(f"file {f.file_name} was written with schema {f.schema_id}, newer than {self._schema.id}")
         adds = [self._entry(FileKind.ADD, m, f) for m in messages for f in m.new_files]
         deletes = [self._entry(FileKind.DELETE, m, f) for m in messages for f in m.deleted_files]
+        # Paimon never commits changelog with an overwrite.
+        changelog = [] if overwrite is not None else [
+            self._entry(FileKind.ADD, m, f) for m in messages for f in m.changelog_files]
         if kind is None:
             kind = CommitKind.OVERWRITE if (overwrite is not None or deletes) else CommitKind.APPEND
-        if overwrite is None and not adds and not deletes and self._options.ignore_empty_commit:
+        if overwrite is None and not adds and not deletes and not changelog and self._options.ignore_empty_commit:
             return CommitResult(snapshot_id=None, commit_kind=None, commit_user=self.commit_user,
                                 commit_identifier=commit_identifier)
-        return self._try_commit(adds, deletes, overwrite, kind, commit_identifier, dict(properties or {}))
+        return self._try_commit(adds, deletes, changelog, overwrite, kind, commit_identifier, dict(properties or {}))
 
     # -- the loop ----------------------------------------------------------------------------
 
-    def _try_commit(self, adds, deletes, overwrite, kind, identifier, properties) -> CommitResult:
+    def _try_commit(self, adds, deletes, changelog, overwrite, kind, identifier, properties) -> CommitResult:
         options = self._options
         started = self._clock()
         attempt = 0
@@ -155,7 +158,8 @@ class TableCommit:
             new_id = 1 if latest is None else latest.id + 1
             written: list[str] = []
             try:
-                snapshot = self._prepare_snapshot(latest, new_id, delta, kind, identifier, properties, written)
+                snapshot = self._prepare_snapshot(latest, new_id, delta, changelog, kind, identifier, properties,
+                                                  written)
             except BaseException:
                 self._manifests.delete_files(written)
                 raise
@@ -269,13 +273,19 @@ class TableCommit:
                         f"LSM conflict in bucket {bucket} level {level}: key ranges of {prev_name} and {next_name} overlap"
                     )
 
-    def _prepare_snapshot(self, latest: Snapshot | None, new_id: int, delta: list[ManifestEntry], kind: CommitKind,
-                          identifier: int, properties: dict, written: list[str]) -> Snapshot:
+    def _prepare_snapshot(self, latest: Snapshot | None, new_id: int, delta: list[ManifestEntry],
+                          changelog: list[ManifestEntry], kind: CommitKind, identifier: int, properties: dict,
+                          written: list[str]) -> Snapshot:
         delta_metas = self._manifests.write_manifests(delta, self._schema.id, written)
         previous = self._manifests.data_manifests(latest) if latest is not None else []
         base_metas = self._manifests.merge(previous, written)
         base_list, base_size = self._manifests.write_list(base_metas, written)
         delta_list, delta_size = self._manifests.write_list(delta_metas, written)
+        changelog_list = changelog_size = changelog_rows = None
+        if changelog:
+            changelog_metas = self._manifests.write_manifests(changelog, self._schema.id, written)
+            changelog_list, changelog_size = self._manifests.write_list(changelog_metas, written)
+            changelog_rows = sum(e.file.row_count for e in changelog)
         added = sum(e.file.row_count for e in delta if e.kind is FileKind.ADD)
         removed = sum(e.file.row_count for e in delta if e.kind is FileKind.DELETE)
         return Snapshot(
@@ -286,8 +296,8 @@ class TableCommit:
             base_manifest_list_size=base_size,
             delta_manifest_list=delta_list,
             delta_manifest_list_size=delta_size,
-            changelog_manifest_list=None,
-            changelog_manifest_list_size=None,
+            changelog_manifest_list=changelog_list,
+            changelog_manifest_list_size=changelog_size,
             index_manifest=latest.index_manifest if latest is not None else None,
             commit_user=self.commit_user,
             commit_identifier=identifier,
@@ -295,7 +305,7 @@ class TableCommit:
             time_millis=int(self._clock() * 1000),
             total_record_count=(latest.total_record_count or 0 if latest is not None else 0) + added - removed,
             delta_record_count=added - removed,
-            changelog_record_count=None,
+            changelog_record_count=changelog_rows,
             watermark=latest.watermark if latest is not None else None,
             statistics=latest.statistics if latest is not None and latest.schema_id == self._schema.id else None,
             properties=properties or None,

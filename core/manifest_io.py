@@ -80,6 +80,12 @@ class ManifestIO:
         """Base + delta manifests of ``snapshot`` (the complete description of its data files)."""
         return [*self._lists.read(snapshot.base_manifest_list), *self._lists.read(snapshot.delta_manifest_list)]
 
+    def changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The changelog files a snapshot added (empty without a changelog producer)."""
+        if not snapshot.changelog_manifest_list:
+            return []
+        return [e for m in self._lists.read(snapshot.changelog_manifest_list) for e in self._files.read(m.file_name)]
+
     def live_entries(self, snapshot: Snapshot, *, partition_filter: Predicate | None = None) -> list[ManifestEntry]:
         """ADD entries of every file live in ``snapshot`` (ADD/DELETE pairs cancelled)."""
         try:
@@ -131,6 +137,6 @@ class ManifestIO:
 
         for m in messages:
             directory = bucket_directory(self._path, self._schema, self._options, m.partition, m.bucket)
-            for f in m.new_files:
+            for f in (*m.new_files, *m.changelog_files):
                 with contextlib.suppress(Exception):
                     self._file_io.delete(join(directory, f.file_name))

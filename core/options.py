@@ -328,6 +328,7 @@ class CoreOptions:
     ignore_empty_commit: bool
     stats_mode: str
     data_file_prefix: str
+    changelog_file_prefix: str
     deletion_vectors: bool
 
     @classmethod
@@ -369,6 +370,7 @@ class CoreOptions:
             ignore_empty_commit=p[IGNORE_EMPTY_COMMIT.key],
             stats_mode=stats_mode,
             data_file_prefix=p[DATA_FILE_PREFIX.key],
+            changelog_file_prefix=p[CHANGELOG_FILE_PREFIX.key],
             deletion_vectors=p[DELETION_VECTORS.key],
         )
 
@@ -381,7 +383,7 @@ class CoreOptions:
         """Raise UnsupportedError for settings this version cannot write correctly."""
         if self.merge_engine is not MergeEngine.DEDUPLICATE:
             raise UnsupportedError(f"merge-engine={self.merge_engine.value} is not supported yet (deduplicate only)")
-        if self.changelog_producer is not ChangelogProducer.NONE:
+        if self.changelog_producer not in (ChangelogProducer.NONE, ChangelogProducer.INPUT):
             raise UnsupportedError(f"changelog-producer={self.changelog_producer.value} is not supported yet")
         if self.deletion_vectors:
             raise UnsupportedError("deletion-vectors.enabled=true is not supported yet")

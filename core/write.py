@@ -8,6 +8,7 @@ those messages; files of messages that are never committed are orphans, never re
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -24,7 +25,7 @@ from .bucket import bucket_ids
 from .errors import DataError, InvalidOptionError, SchemaError, UnsupportedError
 from .fs import FileIO, join
 from .manifest import DataFileMeta, SimpleStats
-from .options import CoreOptions
+from .options import ChangelogProducer, CoreOptions
 from .partition import group_by_partition, partition_path
 from .schema import TableSchema
 
@@ -42,9 +43,10 @@ class CommitMessage:
     total_buckets: int
     new_files: tuple[DataFileMeta, ...]
     deleted_files: tuple[DataFileMeta, ...] = ()
+    changelog_files: tuple[DataFileMeta, ...] = ()
 
     def is_empty(self) -> bool:
-        return not self.new_files and not self.deleted_files
+        return not self.new_files and not self.deleted_files and not self.changelog_files
 
 
 @dataclass(slots=True)
@@ -172,6 +174,7 @@ class TableWrite:
         self._sequence_lookup = sequence_lookup  # (partition, bucket) -> next sequence number
         self._next_sequence = dict(next_sequence or {})
         self._file_counter = 0
+        self._counter_lock = threading.Lock()  # files are written by a thread pool
         self._writer_id = str(uuid.uuid4())
 
     # -- routing -----------------------------------------------------------------------------
@@ -246,22 +249,35 @@ class TableWrite:
         else:  # several write() calls: gather once, then work on positions in the gathered table
             source = pa.concat_tables([t.take(pa.array(r)) for t, r in group.parts]).combine_chunks()
             rows = np.arange(source.num_rows, dtype=np.int64)
+        changelog: list[DataFileMeta] = []
         if self._is_pk:
-            positions = self._sort_and_fold(source, rows)
+            order, last = self._sort_and_fold(source, rows)
+            if self._options.changelog_producer is ChangelogProducer.INPUT:
+                # 'input': every input row, sorted by key and sequence, unfolded (Paimon writes the
+                # write buffer as it is before merging it).
+                changelog = self._write_files(group, source.take(pa.array(rows[order])), kinds[order], sequence[order],
+                                              prefix=self._options.changelog_file_prefix)
+            positions = order if last is None else order[last]
             table = source.take(pa.array(rows[positions]))
             kinds, sequence = kinds[positions], sequence[positions]
         else:
             table = source.take(pa.array(rows))
-        files = []
-        for chunk_start, chunk_len in self._roll(table):
-            files.append(self._write_file(group, table.slice(chunk_start, chunk_len),
-                                          kinds[chunk_start:chunk_start + chunk_len],
-                                          sequence[chunk_start:chunk_start + chunk_len]))
+        files = self._write_files(group, table, kinds, sequence, prefix=self._options.data_file_prefix)
         total = self._bucket if self._bucket > 0 else -1
-        return CommitMessage(partition=group.partition, bucket=group.bucket, total_buckets=total, new_files=tuple(files))
+        return CommitMessage(partition=group.partition, bucket=group.bucket, total_buckets=total,
+                             new_files=tuple(files), changelog_files=tuple(changelog))
 
-    def _sort_and_fold(self, source: pa.Table, rows: np.ndarray) -> np.ndarray:
-        """Positions (into ``rows``) sorted by key, keeping only the last arrival of each key.
+    def _write_files(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray, *,
+                     prefix: str) -> list[DataFileMeta]:
+        return [
+            self._write_file(group, table.slice(start, length), kinds[start:start + length],
+                             sequence[start:start + length], prefix=prefix)
+            for start, length in self._roll(table)
+        ]
+
+    def _sort_and_fold(self, source: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The key order of ``rows`` (positions into it) and a mask of the last arrival of each key
+        (None when every key is unique).
 
         The sort is stable, so among equal keys arrival order (= sequence order) is kept and the
         last of each run of equal keys is the newest row: the one deduplicate keeps.
@@ -284,7 +300,7 @@ class TableWrite:
                     column = ordered_keys.column(k)
                     same &= pc.equal(column.slice(0, n - 1), column.slice(1)).to_numpy(zero_copy_only=False)
                 last[:-1] = ~same
-        return order if last.all() else order[last]
+        return order, (None if last.all() else last)
 
     def _roll(self, table: pa.Table) -> list[tuple[int, int]]:
         target = self._options.target_file_size_for(self._is_pk)
@@ -295,11 +311,14 @@ class TableWrite:
         rows_per_file = max(int(target / per_row), 1)
         return [(s, min(rows_per_file, n - s)) for s in range(0, n, rows_per_file)]
 
-    def _write_file(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> DataFileMeta:
+    def _write_file(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray, *,
+                    prefix: str) -> DataFileMeta:
         options = self._options
         fmt = options.file_format
-        self._file_counter += 1
-        name = f"{options.data_file_prefix}{self._writer_id}-{self._file_counter}.{df.extension(fmt)}"
+        with self._counter_lock:
+            self._file_counter += 1
+            counter = self._file_counter
+        name = f"{prefix}{self._writer_id}-{counter}.{df.extension(fmt)}"
         if self._is_pk:
             key_columns = [table.column(k) for k in self._pk]
             physical = pa.Table.from_arrays(

@@ -341,3 +341,21 @@ def test_unknown_publish_outcome_commits_exactly_once(tmp_path, landed):
     assert result.snapshot_id == 1
     assert t.snapshot_manager.list_ids() == [1]
     assert [r["id"] for r in rows(t)] == [1, 2]
+
+
+def test_input_changelog_producer_keeps_every_input_row(catalog):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.cl", schema, primary_keys=["id"], options={"bucket": "1", "changelog-producer": "input"})
+    t.write(pa.table({"id": [2, 1], "v": ["b", "a"]}, schema=schema))
+    t.write(pa.table({"id": [1, 3, 1], "v": ["a1", "c", "a2"]}, schema=schema), row_kinds=pa.array(["-U", "+I", "+U"]))
+    snap = t.latest_snapshot()
+    assert snap.changelog_record_count == 3 and snap.changelog_manifest_list
+    (entry,) = t.manifest_io.changelog_entries(snap)
+    assert entry.file.file_name.startswith("changelog-")
+    path = f"{t.path}/bucket-0/{entry.file.file_name}"
+    rows_ = pq.read_table(path).select(["id", "_VALUE_KIND", "v"]).to_pylist()
+    # every input row, unfolded, sorted by key then arrival
+    assert [(r["id"], r["_VALUE_KIND"], r["v"]) for r in rows_] == [(1, 1, "a1"), (1, 2, "a2"), (3, 0, "c")]
+    assert [(r["id"], r["v"]) for r in rows(t)] == [(1, "a2"), (2, "b"), (3, "c")]  # data files are folded
+    t.write(pa.table({"id": [9], "v": ["z"]}, schema=schema), overwrite=True)
+    assert t.latest_snapshot().changelog_manifest_list is None  # overwrites never commit changelog

@@ -58,11 +58,11 @@ class Oracle:
         self._ops.append({"op": "alter_table", "warehouse": str(warehouse), "identifier": identifier,
                           "changes": changes})
 
-    def read(self, warehouse, identifier, *, snapshot_id=None, tag=None) -> int:
+    def read(self, warehouse, identifier, *, snapshot_id=None, tag=None, options=None) -> int:
         self._n += 1
         out = self._dir / f"out-{self._n}.arrow"
         self._ops.append({"op": "read", "warehouse": str(warehouse), "identifier": identifier,
-                          "out_ipc": str(out), "snapshot_id": snapshot_id, "tag": tag})
+                          "out_ipc": str(out), "snapshot_id": snapshot_id, "tag": tag, "options": options})
         self._reads.append((len(self._ops) - 1, out))
         return len(self._reads) - 1
 

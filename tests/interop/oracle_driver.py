@@ -58,6 +58,8 @@ def read(op):
         table = table.copy({"scan.snapshot-id": str(op["snapshot_id"])})
     if op.get("tag") is not None:
         table = table.copy({"scan.tag-name": op["tag"]})
+    if op.get("options"):
+        table = table.copy(op["options"])
     rb = table.new_read_builder()
     out = rb.new_read().to_arrow(rb.new_scan().plan().splits())
     _write_ipc(op["out_ipc"], out)

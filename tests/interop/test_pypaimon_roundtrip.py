@@ -245,3 +245,32 @@ def test_schema_evolution_both_ways(tmp_path):
     assert evolved.schema.id == 1 and evolved.schema.highest_field_id == 3  # one alter; ids never reused
     evolved.write(pa.table({"id": [2, 3], "a2": ["Y", "z"], "c": [2.5, 3.5]}, schema=evolved.arrow_schema))
     assert canonical(evolved.read(), ["id", "a2", "c"]) == expected
+
+
+def test_input_changelog_tables_both_ways(tmp_path):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    options = {"bucket": "2", "changelog-producer": "input"}
+    batches = [pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema),
+               pa.table({"id": [2, 4], "v": ["B", "d"]}, schema=schema)]
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    catalog = Catalog(str(ours))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options=options)
+    for batch in batches:
+        t.write(batch)
+    oracle = Oracle(tmp_path)
+    oracle.read(ours, "db.t")
+    oracle.create_table(theirs, "db.t", schema, primary_keys=["id"], options=options)
+    for batch in batches:
+        oracle.write(theirs, "db.t", batch)
+    (read_by_them,) = oracle.run()
+    expected = [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
+    assert canonical(read_by_them) == canonical(t.read()) == expected
+    theirs_table = Catalog(str(theirs)).get_table("db.t")
+    assert canonical(theirs_table.read()) == expected
+    # their changelog is readable by us, and holds exactly the second commit's input
+    snap = theirs_table.latest_snapshot()
+    entries = theirs_table.manifest_io.changelog_entries(snap)
+    assert sum(e.file.row_count for e in entries) == snap.changelog_record_count == 2
+    ours_snap = t.latest_snapshot()
+    assert sum(e.file.row_count for e in t.manifest_io.changelog_entries(ours_snap)) == 2
