@@ -164,6 +164,8 @@ IGNORE_DELETE = _opt("ignore-delete", False, parse_bool, "Ignore -D and -U rows.
                      "deduplicate.ignore-delete", "first-row.ignore-delete", "partial-update.ignore-delete")
 ROWKIND_FIELD = _opt("rowkind.field", None, _text, "A STRING column holding each row's kind (+I, -U, +U, -D).")
 SEQUENCE_FIELD = _opt("sequence.field", None, _text, "Fields that order rows of one key instead of arrival.")
+SEQUENCE_FIELD_SORT_ORDER = _opt("sequence.field.sort-order", "ascending", _choice("ascending", "descending"),
+                                 "ascending: a larger sequence field is newer; descending: a smaller one is.")
 CHANGELOG_PRODUCER = _opt("changelog-producer", ChangelogProducer.NONE,
                           lambda s: ChangelogProducer(_choice(*[c.value for c in ChangelogProducer])(s)),
                           "How changelog files are produced.")
@@ -214,7 +216,7 @@ _KNOWN_PLAIN_KEYS = frozenset({
     "streaming-read-overwrite", "streaming-read-mode", "continuous.discovery-interval",
     "dynamic-bucket.target-row-num", "dynamic-bucket.initial-buckets", "dynamic-bucket.max-buckets",
     "dynamic-bucket.assigner-parallelism", "cross-partition-upsert.index-ttl",
-    "sequence.field.sort-order", "partial-update.remove-record-on-delete",
+    "sequence.auto-padding", "partial-update.remove-record-on-delete",
     "partial-update.remove-record-on-sequence-group", "aggregation.remove-record-on-delete",
     "first-row.ignore-delete", "deduplicate.ignore-delete", "partial-update.ignore-delete",
     "deletion-vectors.bitmap64", "deletion-vectors.index-file.target-size", "deletion-vectors.merge-on-read",
@@ -316,6 +318,7 @@ class CoreOptions:
     ignore_delete: bool
     rowkind_field: str | None
     sequence_field: tuple[str, ...] | None
+    sequence_descending: bool
     changelog_producer: ChangelogProducer
     partition_default_name: str
     partition_legacy_name: bool
@@ -358,6 +361,7 @@ class CoreOptions:
             ignore_delete=p[IGNORE_DELETE.key],
             rowkind_field=p[ROWKIND_FIELD.key],
             sequence_field=split(p[SEQUENCE_FIELD.key]),
+            sequence_descending=p[SEQUENCE_FIELD_SORT_ORDER.key] == "descending",
             changelog_producer=p[CHANGELOG_PRODUCER.key],
             partition_default_name=p[PARTITION_DEFAULT_NAME.key],
             partition_legacy_name=p[PARTITION_LEGACY_NAME.key],
@@ -387,8 +391,8 @@ class CoreOptions:
             raise UnsupportedError(f"changelog-producer={self.changelog_producer.value} is not supported yet")
         if self.deletion_vectors:
             raise UnsupportedError("deletion-vectors.enabled=true is not supported yet")
-        if self.sequence_field:
-            raise UnsupportedError("sequence.field is not supported yet")
+        if "sequence.auto-padding" in self.raw:
+            raise UnsupportedError("sequence.auto-padding is not supported yet")
         if self.bucket == -2:
             raise UnsupportedError("bucket=-2 (postpone bucket) is not supported")
 
@@ -396,8 +400,8 @@ class CoreOptions:
         """Raise UnsupportedError where reading with this version would give wrong rows."""
         if self.merge_engine is not MergeEngine.DEDUPLICATE:
             raise UnsupportedError(f"merge-engine={self.merge_engine.value} is not supported yet (deduplicate only)")
-        if self.sequence_field:
-            raise UnsupportedError("sequence.field is not supported yet")
+        if "sequence.auto-padding" in self.raw:
+            raise UnsupportedError("sequence.auto-padding is not supported yet")
 
 
 def all_options() -> list[Option[Any]]:

@@ -15,13 +15,13 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import data_file as df
 from .binary_row import deserialize_row
 from .fs import join
+from .keys import last_per_key, merge_order
 from .manifest import DataFileMeta, ManifestEntry
 from .options import CoreOptions
 from .predicate import ColumnStats, Predicate, filter_table
@@ -212,7 +212,8 @@ class SplitReader:
         return values
 
     def _merge(self, split: Split, needed: list[str]) -> pa.Table:
-        columns = list(dict.fromkeys([*self._keys, *needed]))
+        sequence_fields = list(self._options.sequence_field or ())
+        columns = list(dict.fromkeys([*self._keys, *needed, *sequence_fields]))
         if len(split.files) == 1:
             # One key-unique file: nothing to merge, only retractions to drop. The row kinds are
             # read even when deleteRowCount says 0, since some writers (pypaimon 2.1.0) always
@@ -220,22 +221,14 @@ class SplitReader:
             table = self._read_file(split, split.files[0], columns, system=[df.VALUE_KIND])
             kinds = table.column(df.VALUE_KIND)
             table = table.filter(pc.or_(pc.equal(kinds, df.ROW_KIND_INSERT), pc.equal(kinds, df.ROW_KIND_UPDATE_AFTER)))
-            return table.select(columns)
+            return table.select(needed)
         parts = [self._read_file(split, f, columns, system=[df.SEQUENCE_NUMBER, df.VALUE_KIND]) for f in split.files]
         table = pa.concat_tables(parts).combine_chunks()
         if table.num_rows == 0:
             return table.select(columns)
-        sort_keys = [(k, "ascending") for k in self._keys] + [(df.SEQUENCE_NUMBER, "ascending")]
-        order = pc.sort_indices(table.select([*self._keys, df.SEQUENCE_NUMBER]), sort_keys=sort_keys)
-        table = table.take(order)
-        n = table.num_rows
-        last = np.ones(n, dtype=bool)
-        if n > 1:
-            same = np.ones(n - 1, dtype=bool)
-            for k in self._keys:
-                column = table.column(k)
-                same &= pc.equal(column.slice(0, n - 1), column.slice(1)).to_numpy(zero_copy_only=False)
-            last[:-1] = ~same
+        table = table.take(pa.array(merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
+                                                self._options.sequence_descending)))
+        last = last_per_key(table, self._keys)
         kinds = table.column(df.VALUE_KIND).to_numpy()
         keep = last & ((kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER))
-        return table.filter(pa.array(keep)).select(columns)
+        return table.filter(pa.array(keep)).select(needed)

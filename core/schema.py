@@ -201,6 +201,9 @@ class Schema:
                     "a cross-partition update table needs bucket = -1 (dynamic bucket mode); "
                     "add the partition keys to the primary key"
                 )
+        for k in (x.strip() for x in (self.options.get("sequence.field") or "").split(",") if x.strip()):
+            if k not in names:
+                raise SchemaError(f"sequence.field column {k!r} is not a column of the table")
         for k in schema.bucket_keys:
             if k not in names:
                 raise SchemaError(f"bucket-key column {k!r} is not a column of the table")

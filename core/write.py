@@ -24,6 +24,7 @@ from .binary_row import serialize_row
 from .bucket import bucket_ids
 from .errors import DataError, InvalidOptionError, SchemaError, UnsupportedError
 from .fs import FileIO, join
+from .keys import last_per_key, merge_order
 from .manifest import DataFileMeta, SimpleStats
 from .options import ChangelogProducer, CoreOptions
 from .partition import group_by_partition, partition_path
@@ -282,24 +283,11 @@ class TableWrite:
         The sort is stable, so among equal keys arrival order (= sequence order) is kept and the
         last of each run of equal keys is the newest row: the one deduplicate keeps.
         """
-        keys = source.select(self._pk).take(pa.array(rows))
-        if len(self._pk) == 1 and pa.types.is_integer(keys.column(0).type):
-            values = keys.column(0).to_numpy()
-            order = np.argsort(values, kind="stable")
-            ordered = values[order]
-            last = np.ones(len(order), dtype=bool)
-            last[:-1] = ordered[1:] != ordered[:-1]
-        else:
-            order = pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in self._pk]).to_numpy()
-            ordered_keys = keys.take(pa.array(order))
-            n = len(order)
-            last = np.ones(n, dtype=bool)
-            if n > 1:
-                same = np.ones(n - 1, dtype=bool)
-                for k in self._pk:
-                    column = ordered_keys.column(k)
-                    same &= pc.equal(column.slice(0, n - 1), column.slice(1)).to_numpy(zero_copy_only=False)
-                last[:-1] = ~same
+        sequence_fields = list(self._options.sequence_field or ())
+        keys = source.select([*self._pk, *sequence_fields]).take(pa.array(rows))
+        order = merge_order(keys, self._pk, np.arange(len(rows), dtype=np.int64), sequence_fields,
+                            self._options.sequence_descending)
+        last = last_per_key(keys.select(self._pk).take(pa.array(order)), self._pk)
         return order, (None if last.all() else last)
 
     def _roll(self, table: pa.Table) -> list[tuple[int, int]]:

@@ -359,3 +359,24 @@ def test_input_changelog_producer_keeps_every_input_row(catalog):
     assert [(r["id"], r["v"]) for r in rows(t)] == [(1, "a2"), (2, "b"), (3, "c")]  # data files are folded
     t.write(pa.table({"id": [9], "v": ["z"]}, schema=schema), overwrite=True)
     assert t.latest_snapshot().changelog_manifest_list is None  # overwrites never commit changelog
+
+
+@pytest.mark.parametrize("order", ["ascending", "descending"])
+def test_sequence_field_decides_which_row_is_newer(catalog, order):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()), ("ts", pa.int64())])
+    t = catalog.create_table(f"db.seq_{order}", schema, primary_keys=["id"],
+                             options={"bucket": "1", "sequence.field": "ts", "sequence.field.sort-order": order})
+    t.write(pa.table({"id": [1, 2, 3], "v": ["first", "first", "first"], "ts": [100, 100, None]}, schema=schema))
+    # a later write with an older sequence value loses (ascending); in one batch too
+    t.write(pa.table({"id": [1, 2, 2, 3], "v": ["second", "second", "third", "second"], "ts": [50, 200, 150, 1]},
+                     schema=schema))
+    got = {r["id"]: r["v"] for r in t.read().to_pylist()}
+    if order == "ascending":
+        assert got == {1: "first", 2: "second", 3: "second"}  # null is the oldest
+    else:
+        assert got == {1: "second", 2: "first", 3: "second"}
+    t.write(pa.table({"id": [1], "v": ["x"], "ts": [0 if order == "ascending" else 10_000]}, schema=schema),
+            row_kinds="-D")
+    assert 1 in {r["id"] for r in t.read().to_pylist()}  # an older delete does not delete
+    with pytest.raises(SchemaError, match="nope"):
+        catalog.create_table("db.badseq", schema, primary_keys=["id"], options={"sequence.field": "nope"})

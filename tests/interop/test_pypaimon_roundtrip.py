@@ -274,3 +274,25 @@ def test_input_changelog_tables_both_ways(tmp_path):
     assert sum(e.file.row_count for e in entries) == snap.changelog_record_count == 2
     ours_snap = t.latest_snapshot()
     assert sum(e.file.row_count for e in t.manifest_io.changelog_entries(ours_snap)) == 2
+
+
+def test_sequence_field_both_ways(tmp_path):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()), ("ts", pa.int64())])
+    options = {"bucket": "1", "sequence.field": "ts"}
+    batches = [pa.table({"id": [1, 2], "v": ["new", "new"], "ts": [100, 100]}, schema=schema),
+               pa.table({"id": [1, 2], "v": ["old", "newer"], "ts": [50, 200]}, schema=schema)]
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    catalog = Catalog(str(ours))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options=options)
+    for batch in batches:
+        t.write(batch)
+    oracle = Oracle(tmp_path)
+    oracle.read(ours, "db.t")
+    oracle.create_table(theirs, "db.t", schema, primary_keys=["id"], options=options)
+    for batch in batches:
+        oracle.write(theirs, "db.t", batch)
+    (read_by_them,) = oracle.run()
+    expected = [(1, "new", 100), (2, "newer", 200)]
+    assert canonical(read_by_them) == canonical(t.read()) == expected
+    assert canonical(Catalog(str(theirs)).get_table("db.t").read()) == expected

@@ -1,0 +1,52 @@
+"""Ordering rows of a primary-key table: by key, then by what makes a row newer.
+
+A row is newer than another row of the same key when its ``sequence.field`` values are larger
+(smaller with ``sequence.field.sort-order=descending``; nulls are the oldest), and, among equal
+sequence fields, when its ``_SEQUENCE_NUMBER`` (arrival) is larger. Shared by the writer, which
+folds a batch, and the reader, which merges files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+def merge_order(table: pa.Table, keys: Sequence[str], arrival: str | np.ndarray,
+                sequence_fields: Sequence[str] = (), descending: bool = False) -> np.ndarray:
+    """Indices sorting ``table`` by key, then oldest to newest (``arrival`` is a column name or an array)."""
+    arrival_values = table.column(arrival) if isinstance(arrival, str) else pa.array(arrival, pa.int64())
+    if not sequence_fields and len(keys) == 1 and pa.types.is_integer(table.column(keys[0]).type) \
+            and isinstance(arrival, np.ndarray) and (arrival.size < 2 or bool(np.all(np.diff(arrival) > 0))):
+        # arrival already ascending: a stable sort on the key alone keeps it (the fast path)
+        return np.argsort(table.column(keys[0]).to_numpy(), kind="stable")
+    order = "descending" if descending else "ascending"
+    nulls = "at_start"  # a null sequence value is the oldest, whatever the order
+    columns = {f"k{i}": table.column(k) for i, k in enumerate(keys)}
+    columns |= {f"s{i}": table.column(s) for i, s in enumerate(sequence_fields)}
+    columns["arrival"] = arrival_values
+    sort_keys = [(f"k{i}", "ascending") for i in range(len(keys))]
+    sort_keys += [(f"s{i}", order, nulls) for i in range(len(sequence_fields))]
+    sort_keys.append(("arrival", "ascending"))
+    return pc.sort_indices(pa.table(columns), sort_keys=sort_keys).to_numpy()
+
+
+def last_per_key(sorted_table: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """For a table sorted by ``keys``: True at the last (newest) row of each run of equal keys."""
+    n = sorted_table.num_rows
+    last = np.ones(n, dtype=bool)
+    if n < 2:
+        return last
+    same = np.ones(n - 1, dtype=bool)
+    for k in keys:
+        column = sorted_table.column(k)
+        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+            values = column.to_numpy()
+            same &= values[1:] == values[:-1]
+        else:
+            same &= pc.equal(column.slice(0, n - 1), column.slice(1)).to_numpy(zero_copy_only=False)
+    last[:-1] = ~same
+    return last
