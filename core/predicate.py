@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ class ColumnStats:
     row_count: int | None = None
 
 
-class Predicate:
+class Predicate(ABC):
     """Base of all predicates; combine with ``&``, ``|`` and ``~``."""
 
     def __and__(self, other: Predicate) -> Predicate:
@@ -41,19 +42,21 @@ class Predicate:
     def __invert__(self) -> Predicate:
         return Not(self)
 
+    @abstractmethod
     def fields(self) -> set[str]:
-        raise NotImplementedError
+        """The columns this predicate reads."""
 
+    @abstractmethod
     def to_arrow(self) -> pc.Expression:
-        raise NotImplementedError
+        """The same predicate as a vectorized Arrow expression (SQL semantics: null never matches)."""
 
+    @abstractmethod
     def might_match(self, stats: Mapping[str, ColumnStats]) -> bool:
         """False only if no row with these statistics can match. Missing fields are unknown."""
-        raise NotImplementedError
 
+    @abstractmethod
     def only_on(self, names: set[str]) -> Predicate | None:
         """The part of this predicate that mentions only ``names`` and is implied by it (for pruning)."""
-        raise NotImplementedError
 
 
 _OPS: dict[str, Callable[[Any, Any], Any]] = {

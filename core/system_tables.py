@@ -131,7 +131,7 @@ SYSTEM_TABLES: dict[str, Callable] = {
 
 
 class UnknownSystemTableError(PaimonflowError, LookupError):
-    pass
+    """No system table of that name."""
 
 
 def load(table, name: str) -> pa.Table:
