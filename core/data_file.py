@@ -204,6 +204,15 @@ def encode_file(
     raise UnsupportedError(f"file.format={file_format!r}")
 
 
+def iter_file_batches(stream: object, file_format: str, columns: Sequence[str], batch_rows: int = 65536):
+    """Record batches of a data file, read incrementally for Parquet (one batch in memory at a
+    time); ORC and Avro files are read whole, then sliced."""
+    if file_format == "parquet":
+        yield from pq.ParquetFile(stream).iter_batches(batch_size=batch_rows, columns=list(columns), use_threads=False)
+        return
+    yield from decode_file(stream, file_format, columns).to_batches(max_chunksize=batch_rows)
+
+
 def decode_file(data_or_stream: object, file_format: str, columns: Sequence[str] | None) -> pa.Table:
     """Read a data file (all columns, or ``columns``) into an Arrow table."""
     if file_format == "parquet":

@@ -172,8 +172,31 @@ class SplitReader:
 
     def read_batches(self, splits: Sequence[Split], *, columns: Sequence[str] | None = None,
                      predicate: Predicate | None = None) -> Iterator[pa.RecordBatch]:
+        """Append tables stream file by file and batch by batch (memory: one batch); primary-key
+        splits are merged whole (memory: one bucket's rows of the needed columns)."""
+        wanted = list(columns) if columns is not None else list(self._arrow.names)
+        self.output_schema(wanted)
+        if predicate is not None:
+            self.output_schema(sorted(predicate.fields()))
         for split in splits:
-            yield from self.read_split(split, columns=columns, predicate=predicate).to_batches()
+            if self._is_pk:
+                yield from self.read_split(split, columns=columns, predicate=predicate).to_batches()
+                continue
+            needed = list(dict.fromkeys([*wanted, *(sorted(predicate.fields()) if predicate else [])]))
+            for f in split.files:
+                for batch in self._file_batches(split, f, needed):
+                    table = filter_table(pa.Table.from_batches([batch]), predicate).select(wanted)
+                    yield from table.to_batches()
+
+    def _file_batches(self, split: Split, f: DataFileMeta, columns: list[str]) -> Iterator[pa.RecordBatch]:
+        data_schema = self._schemas(f.schema_id)
+        current_ids = {fld.name: fld.id for fld in self._schema.fields}
+        data_names = {fld.id: fld.name for fld in data_schema.fields}
+        physical = [data_names[current_ids[c]] for c in columns if current_ids[c] in data_names]
+        directory = bucket_directory(self._path, self._schema, self._options, split.partition, split.bucket)
+        with self._file_io.open_input(f.external_path or join(directory, f.file_name)) as stream:
+            for batch in df.iter_file_batches(stream, df.format_of(f.file_name), physical):
+                yield from evolve_table(pa.Table.from_batches([batch]), data_schema, self._schema, columns).to_batches()
 
     def read_split(self, split: Split, *, columns: Sequence[str] | None = None,
                    predicate: Predicate | None = None) -> pa.Table:

@@ -380,3 +380,14 @@ def test_sequence_field_decides_which_row_is_newer(catalog, order):
     assert 1 in {r["id"] for r in t.read().to_pylist()}  # an older delete does not delete
     with pytest.raises(SchemaError, match="nope"):
         catalog.create_table("db.badseq", schema, primary_keys=["id"], options={"sequence.field": "nope"})
+
+
+def test_batches_stream_append_files_in_pieces(catalog):
+    schema = pa.schema([("n", pa.int64()), ("s", pa.string())])
+    t = catalog.create_table("db.big", schema)
+    for part in range(3):
+        t.write(pa.table({"n": list(range(part * 100_000, (part + 1) * 100_000)), "s": ["x"] * 100_000}, schema=schema))
+    sizes = [b.num_rows for b in t.to_batches(columns=["n"])]
+    assert sum(sizes) == 300_000 and max(sizes) <= 65536  # never a whole file at once
+    filtered = list(t.to_batches(columns=["s"], filter=col("n") >= 299_990))
+    assert sum(b.num_rows for b in filtered) == 10 and filtered[0].schema.names == ["s"]
