@@ -187,6 +187,9 @@ CHANGELOG_FILE_PREFIX = _opt("changelog-file.prefix", "changelog-", _text, "Pref
 DELETION_VECTORS = _opt("deletion-vectors.enabled", False, parse_bool, "Merge-on-write with deletion vectors.")
 WRITE_ONLY = _opt("write-only", False, parse_bool, "Writers never compact.")
 WRITE_BUFFER_SIZE = _opt("write-buffer-size", 256 << 20, _positive_size, "Memory of a write buffer before it spills.")
+NUM_SORTED_RUN_COMPACTION_TRIGGER = _opt("num-sorted-run.compaction-trigger", 5, _ranged(1),
+                                        "Sorted runs in a bucket that trigger a minor compaction.")
+NUM_LEVELS = _opt("num-levels", None, _ranged(2), "LSM levels (default: compaction trigger + 1).")
 SNAPSHOT_NUM_RETAINED_MIN = _opt("snapshot.num-retained.min", 10, _ranged(1), "Snapshots always kept.")
 SNAPSHOT_NUM_RETAINED_MAX = _opt("snapshot.num-retained.max", 2**31 - 1, _ranged(1), "Snapshots kept at most.")
 SNAPSHOT_TIME_RETAINED = _opt("snapshot.time-retained", 3_600_000, parse_duration_millis, "Age before a snapshot may go.")
@@ -197,7 +200,7 @@ _KNOWN_PLAIN_KEYS = frozenset({
     "primary-key", "partition", "path", "type", "comment", "owner", "auto-create",
     "file.format.per.level", "file.compression.per.level", "file.block-size", "file-index.read.enabled",
     "parquet.block.size", "parquet.page.size", "parquet.enable.dictionary", "orc.stripe.size",
-    "num-levels", "num-sorted-run.compaction-trigger", "num-sorted-run.stop-trigger",
+    "num-sorted-run.stop-trigger",
     "compaction.max-size-amplification-percent", "compaction.size-ratio", "compaction.min.file-num",
     "compaction.small-file-ratio", "compaction.optimization-interval", "full-compaction.delta-commits",
     "write-buffer-spillable", "write-buffer-for-append", "local-sort.max-num-file-handles", "sort-spill-threshold",
@@ -333,6 +336,7 @@ class CoreOptions:
     data_file_prefix: str
     changelog_file_prefix: str
     deletion_vectors: bool
+    num_levels: int
 
     @classmethod
     def from_map(cls, options: Mapping[str, str]) -> CoreOptions:
@@ -376,6 +380,7 @@ class CoreOptions:
             data_file_prefix=p[DATA_FILE_PREFIX.key],
             changelog_file_prefix=p[CHANGELOG_FILE_PREFIX.key],
             deletion_vectors=p[DELETION_VECTORS.key],
+            num_levels=p[NUM_LEVELS.key] or p[NUM_SORTED_RUN_COMPACTION_TRIGGER.key] + 1,
         )
 
     def target_file_size_for(self, primary_key_table: bool) -> int:

@@ -245,13 +245,25 @@ class SplitReader:
             kinds = table.column(df.VALUE_KIND)
             table = table.filter(pc.or_(pc.equal(kinds, df.ROW_KIND_INSERT), pc.equal(kinds, df.ROW_KIND_UPDATE_AFTER)))
             return table.select(needed)
-        parts = [self._read_file(split, f, columns, system=[df.SEQUENCE_NUMBER, df.VALUE_KIND]) for f in split.files]
+        return self.merge_files(split, columns, drop_retractions=True).select(needed)
+
+    def merge_files(self, split: Split, columns: Sequence[str] | None = None, *,
+                    drop_retractions: bool) -> pa.Table:
+        """The newest row of each key across the split's files, sorted by key, with
+        ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``. Retractions (-U, -D) are dropped only when asked
+        (a compaction into a lower level must keep them: older rows may live further down)."""
+        sequence_fields = list(self._options.sequence_field or ())
+        wanted = list(columns) if columns is not None else list(self._arrow.names)
+        columns = list(dict.fromkeys([*self._keys, *wanted, *sequence_fields]))
+        system = [df.SEQUENCE_NUMBER, df.VALUE_KIND]
+        parts = [self._read_file(split, f, columns, system=system) for f in split.files]
         table = pa.concat_tables(parts).combine_chunks()
         if table.num_rows == 0:
-            return table.select(columns)
+            return table.select([*wanted, *system])
         table = table.take(pa.array(merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
                                                 self._options.sequence_descending)))
-        last = last_per_key(table, self._keys)
-        kinds = table.column(df.VALUE_KIND).to_numpy()
-        keep = last & ((kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER))
-        return table.filter(pa.array(keep)).select(needed)
+        keep = last_per_key(table, self._keys)
+        if drop_retractions:
+            kinds = table.column(df.VALUE_KIND).to_numpy()
+            keep &= (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
+        return table.filter(pa.array(keep)).select([*wanted, *system])

@@ -10,7 +10,13 @@ import pyarrow as pa
 
 from .binary_row import serialize_row
 from .commit import BATCH_COMMIT_IDENTIFIER, CommitResult, OverwriteSpec, TableCommit, new_commit_user
-from .errors import CommitOutcomeUnknownError, InvalidArgumentError, SnapshotNotFoundError, TagNotFoundError
+from .errors import (
+    CommitOutcomeUnknownError,
+    InvalidArgumentError,
+    SnapshotNotFoundError,
+    TagNotFoundError,
+    UnsupportedError,
+)
 from .fs import FileIO
 from .manifest_io import ManifestIO
 from .names import validate_name
@@ -154,6 +160,22 @@ class Table:
         if result is None:
             raise InvalidArgumentError("no partitions given")
         return result
+
+    def compact(self, *, full: bool = True, partitions: Sequence[Mapping[str, object]] | None = None,
+                buckets: Sequence[int] | None = None, commit_user: str | None = None,
+                commit_identifier: int | None = None):
+        """Dedicated compaction of the chosen partitions/buckets as one COMPACT snapshot.
+
+        Only ``full=True`` exists in this version (every bucket becomes one sorted run at the top
+        level); returns a :class:`~paimonflow.core.compactor.CompactionResult`. Exactly-once with a
+        commit identity, like :meth:`write`.
+        """
+        from .compactor import full_compaction
+
+        if not full:
+            raise UnsupportedError("minor (universal) compaction is not supported yet; use full=True")
+        return full_compaction(self, partitions=partitions, buckets=buckets, commit_user=commit_user,
+                               commit_identifier=commit_identifier)
 
     # -- reading -----------------------------------------------------------------------------
 

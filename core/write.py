@@ -269,12 +269,19 @@ class TableWrite:
                              new_files=tuple(files), changelog_files=tuple(changelog))
 
     def _write_files(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray, *,
-                     prefix: str) -> list[DataFileMeta]:
+                     prefix: str, level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> list[DataFileMeta]:
         return [
             self._write_file(group, table.slice(start, length), kinds[start:start + length],
-                             sequence[start:start + length], prefix=prefix)
+                             sequence[start:start + length], prefix=prefix, level=level, file_source=file_source)
             for start, length in self._roll(table)
         ]
+
+    def write_rewritten(self, partition: tuple[object, ...], bucket: int, table: pa.Table, kinds: np.ndarray,
+                        sequence: np.ndarray, *, level: int) -> list[DataFileMeta]:
+        """Write rows a compaction produced (already sorted and merged, keeping their sequence
+        numbers) as files of ``level``, rolled at ``target-file-size``."""
+        return self._write_files(_Group(partition, bucket), table, kinds, sequence,
+                                 prefix=self._options.data_file_prefix, level=level, file_source=FILE_SOURCE_COMPACT)
 
     def _sort_and_fold(self, source: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """The key order of ``rows`` (positions into it) and a mask of the last arrival of each key
@@ -300,7 +307,7 @@ class TableWrite:
         return [(s, min(rows_per_file, n - s)) for s in range(0, n, rows_per_file)]
 
     def _write_file(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray, *,
-                    prefix: str) -> DataFileMeta:
+                    prefix: str, level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
         options = self._options
         fmt = options.file_format
         with self._counter_lock:
@@ -354,12 +361,12 @@ class TableWrite:
             min_sequence_number=int(sequence.min()),
             max_sequence_number=int(sequence.max()),
             schema_id=self._schema.id,
-            level=0,
+            level=level,
             extra_files=(),
             creation_time_millis=int(time.time() * 1000),
             delete_row_count=df.row_kind_counts(kinds),
             embedded_index=None,
-            file_source=FILE_SOURCE_APPEND,
+            file_source=file_source,
             value_stats_cols=() if self._options.stats_mode == "none" else None,
             external_path=None,
             first_row_id=None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -391,3 +392,49 @@ def test_batches_stream_append_files_in_pieces(catalog):
     assert sum(sizes) == 300_000 and max(sizes) <= 65536  # never a whole file at once
     filtered = list(t.to_batches(columns=["s"], filter=col("n") >= 299_990))
     assert sum(b.num_rows for b in filtered) == 10 and filtered[0].schema.names == ["s"]
+
+
+def test_full_compaction_rewrites_buckets_into_one_top_level_run(catalog):
+    t = catalog.create_table("db.c", KV, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "2"})
+    t.write(kv([1, 2, 3, 4], ["a", "a", "b", "b"]))
+    t.write(kv([2, 5], ["a", "b"], ["two", "five"]))
+    t.write(kv([1], ["a"]), row_kinds="-D")
+    before = rows(t)
+    result = t.compact(full=True, commit_user="maint", commit_identifier=1)
+    assert result.snapshot_id == 4 and result.output_level == 5 and result.rows_written == len(before)
+    assert result.files_read > result.files_written
+    snap = t.latest_snapshot()
+    assert snap.commit_kind.value == "COMPACT" and snap.total_record_count == len(before)
+    files = t.system_table("files")
+    assert set(files.column("level").to_pylist()) == {5} and set(files.column("file_source").to_pylist()) == {"COMPACT"}
+    assert rows(t) == before
+    assert [r["id"] for r in rows(t, snapshot_id=3)] == [r["id"] for r in before]
+    again = t.compact(full=True, commit_user="maint", commit_identifier=1)
+    assert again.already_committed and t.latest_snapshot().id == 4
+    assert t.compact(full=True).snapshot_id is None  # nothing left to do
+    t.write(kv([6], ["a"]))
+    only_b = t.compact(full=True, partitions=[{"dt": "b"}])
+    assert only_b.snapshot_id is None  # partition b is already compacted
+    assert t.compact(full=True, partitions=[{"dt": "a"}]).buckets >= 1
+    assert set(t.system_table("files").column("level").to_pylist()) == {5}
+
+
+def test_full_compaction_of_an_append_table_and_its_conflict(catalog):
+    schema = pa.schema([("n", pa.int64())])
+    t = catalog.create_table("db.ac", schema)
+    for i in range(4):
+        t.write(pa.table({"n": [i]}, schema=schema))
+    w = t.new_write()  # plan a competing compaction of the same files first
+    result = t.compact(full=True)
+    assert result.files_read == 4 and result.files_written == 1
+    assert sorted(t.read().column("n").to_pylist()) == [0, 1, 2, 3]
+    stale = t.plan(snapshot_id=4)[0]
+    new = w.write_rewritten((), 0, pa.table({"n": [0, 1, 2, 3]}, schema=schema), np.zeros(4, np.int8),
+                            np.arange(4), level=0)
+    from paimonflow.core.snapshot import CommitKind
+    from paimonflow.core.write import CommitMessage
+
+    msg = CommitMessage(partition=(), bucket=0, total_buckets=-1, new_files=tuple(new), deleted_files=stale.files)
+    with pytest.raises(CommitConflictError, match="already deleted"):
+        t.new_commit().commit([msg], kind=CommitKind.COMPACT)
+    assert sorted(t.read().column("n").to_pylist()) == [0, 1, 2, 3]

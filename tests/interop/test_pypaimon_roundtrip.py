@@ -296,3 +296,33 @@ def test_sequence_field_both_ways(tmp_path):
     expected = [(1, "new", 100), (2, "newer", 200)]
     assert canonical(read_by_them) == canonical(t.read()) == expected
     assert canonical(Catalog(str(theirs)).get_table("db.t").read()) == expected
+
+
+@pytest.mark.parametrize("primary_key", [True, False])
+def test_pypaimon_reads_our_compacted_tables_and_we_compact_theirs(tmp_path, primary_key):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                        ("v", pa.string())])
+    options = {"bucket": "2"} if primary_key else {}
+    pks = ["id", "dt"] if primary_key else []
+    batches = [pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"], "v": ["x", "y", "z"]}, schema=schema),
+               pa.table({"id": [2, 4], "dt": ["a", "b"], "v": ["Y", "w"]}, schema=schema)]
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    catalog = Catalog(str(ours))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", schema, primary_keys=pks, partition_keys=["dt"], options=options)
+    for batch in batches:
+        t.write(batch)
+    before = canonical(t.read())
+    assert t.compact(full=True).snapshot_id == 3
+    oracle = Oracle(tmp_path)
+    oracle.read(ours, "db.t")
+    oracle.create_table(theirs, "db.t", schema, primary_keys=pks, partition_keys=["dt"], options=options)
+    for batch in batches:
+        oracle.write(theirs, "db.t", batch)
+    (read_by_them,) = oracle.run()
+    assert canonical(read_by_them) == before
+    theirs_table = Catalog(str(theirs)).get_table("db.t")
+    assert theirs_table.compact(full=True).snapshot_id == 3
+    oracle.read(theirs, "db.t")
+    (their_compacted,) = oracle.run()
+    assert canonical(their_compacted) == canonical(theirs_table.read()) == before

@@ -1,0 +1,135 @@
+"""Dedicated full compaction: rewrite each bucket into one sorted run, committed as a COMPACT
+snapshot.
+
+Primary-key buckets are merged (newest row per key wins) and written at the highest level
+(``num-levels - 1``), where nothing older exists, so retractions are dropped. Append buckets with
+more than one file are concatenated in sequence order and rewritten into target-sized files.
+Buckets already in their final shape are left alone. The commit replaces exactly the files read
+(``compactBefore``) with the files written (``compactAfter``); if another writer deleted any of
+them meanwhile, the commit fails with :class:`CommitConflictError` and nothing changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import data_file as df
+from .commit import BATCH_COMMIT_IDENTIFIER
+from .errors import CommitOutcomeUnknownError, SchemaError
+from .predicate import Predicate, col
+from .read import Split
+from .snapshot import CommitKind
+from .write import CommitMessage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionResult:
+    """What a compaction did; ``snapshot_id`` is None when there was nothing to compact."""
+
+    snapshot_id: int | None
+    buckets: int = 0
+    files_read: int = 0
+    bytes_read: int = 0
+    rows_read: int = 0
+    files_written: int = 0
+    bytes_written: int = 0
+    rows_written: int = 0
+    output_level: int | None = None
+    already_committed: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
+def _partition_filter(specs: Sequence[Mapping[str, object]] | None) -> Predicate | None:
+    if not specs:
+        return None
+    predicate: Predicate | None = None
+    for spec in specs:
+        if not spec:
+            return None  # an empty spec is the whole table
+        clause: Predicate | None = None
+        for key, value in spec.items():
+            term = col(key) == value
+            clause = term if clause is None else clause & term
+        predicate = clause if predicate is None else predicate | clause
+    return predicate
+
+
+def full_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None = None,
+                    buckets: Iterable[int] | None = None, commit_user: str | None = None,
+                    commit_identifier: int | None = None) -> CompactionResult:
+    """Compact the chosen partitions and buckets (default: all) of the latest snapshot."""
+    unknown = sorted({k for spec in partitions or () for k in spec} - set(table.partition_keys))
+    if unknown:
+        raise SchemaError(f"partition specs name non-partition columns {unknown}")
+    committer = table.new_commit(commit_user)
+    identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
+    existing = committer.already_committed(identifier)
+    if existing is not None:
+        return CompactionResult(snapshot_id=existing.id, already_committed=True)
+    snapshot = table.latest_snapshot()
+    if snapshot is None:
+        return CompactionResult(snapshot_id=None)
+    wanted = set(buckets) if buckets is not None else None
+    splits = [s for s in table.plan(filter=_partition_filter(partitions), snapshot_id=snapshot.id)
+              if wanted is None or s.bucket in wanted]
+    primary_key = bool(table.primary_keys)
+    max_level = table.options.num_levels - 1
+    todo = [s for s in splits if _needs_work(s, primary_key, max_level)]
+    if not todo:
+        return CompactionResult(snapshot_id=None)
+    reader, writer = table._reader(), table.new_write()
+
+    def rewrite(split: Split) -> CommitMessage:
+        if primary_key:
+            merged = reader.merge_files(split, drop_retractions=True)
+            values = merged.select(list(table.arrow_schema.names))
+            kinds = merged.column(df.VALUE_KIND).to_numpy().astype(np.int8)
+            sequence = merged.column(df.SEQUENCE_NUMBER).to_numpy()
+            level = max_level
+        else:
+            values = reader.read_split(split)
+            kinds = np.zeros(values.num_rows, dtype=np.int8)
+            first = min(f.min_sequence_number for f in split.files)
+            sequence = np.arange(first, first + values.num_rows, dtype=np.int64)
+            level = 0
+        new_files = writer.write_rewritten(split.partition, split.bucket, values.combine_chunks(), kinds, sequence,
+                                           level=level)
+        return CommitMessage(partition=split.partition, bucket=split.bucket, total_buckets=split.total_buckets,
+                             new_files=tuple(new_files), deleted_files=split.files)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        messages = list(pool.map(rewrite, todo))
+    try:
+        result = committer.commit(messages, commit_identifier=identifier, kind=CommitKind.COMPACT)
+    except CommitOutcomeUnknownError:
+        raise  # the snapshot may reference the new files: never delete them
+    except BaseException:
+        table.manifest_io.delete_data_files(messages)  # certainly not committed
+        raise
+    written = [f for m in messages for f in m.new_files]
+    read = [f for m in messages for f in m.deleted_files]
+    return CompactionResult(
+        snapshot_id=result.snapshot_id, buckets=len(messages),
+        files_read=len(read), bytes_read=sum(f.file_size for f in read), rows_read=sum(f.row_count for f in read),
+        files_written=len(written), bytes_written=sum(f.file_size for f in written),
+        rows_written=sum(f.row_count for f in written), output_level=max_level if primary_key else 0,
+    )
+
+
+def _needs_work(split: Split, primary_key: bool, max_level: int) -> bool:
+    if len(split.files) > 1:
+        return True
+    (only,) = split.files
+    if not primary_key:
+        return False
+    # one file at the top without retractions is already fully compacted
+    return only.level != max_level or bool(only.delete_row_count) or only.delete_row_count is None
+
+
+__all__ = ["CompactionResult", "full_compaction"]
