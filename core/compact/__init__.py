@@ -1,0 +1,74 @@
+"""Primary-key (merge-tree) compaction: levels, Paimon's universal picking, and task planning.
+
+Pure functions over :class:`~paimonflow.core.manifest.DataFileMeta`; nothing here reads or writes
+files. The flow for one bucket, as in Paimon's ``MergeTreeCompactManager``::
+
+    levels = Levels.from_files(files, num_levels=options.num_levels, key_of=key_of)
+    unit = pick(levels.num_levels, levels.sorted_runs(), options)          # or pick_full_compaction
+    if unit is not None and not unit.is_trivial:
+        plan = plan_compact_task(unit, key_of=key_of, compaction_file_size=options.compaction_file_size,
+                                 max_level=levels.max_level,
+                                 drop_delete=may_drop_delete(unit.output_level, levels))
+
+Lookup tables (``changelog-producer=lookup``, deletion vectors, ``first-row``) and
+``compaction.force-up-level-0`` pick with :func:`pick_force_up_level0` instead of :func:`pick`.
+"""
+
+from .levels import KeyOf, KeyRange, Levels, LevelSortedRun, SortedRun, level0_order
+from .settings import CompactionOptions, EarlyFullCompaction, OffPeakHours
+from .tasks import (
+    CompactStep,
+    CompactTaskPlan,
+    RewriteStep,
+    Section,
+    UpgradeStep,
+    interval_partition,
+    may_drop_delete,
+    plan_compact_task,
+)
+from .universal import (
+    CompactUnit,
+    ForceUpLevel0Pick,
+    create_unit,
+    estimate_last_full_compaction_millis,
+    force_pick_level0,
+    is_full_compaction,
+    pick,
+    pick_for_size_amplification,
+    pick_for_size_ratio,
+    pick_force_up_level0,
+    pick_full_compaction,
+    try_early_full_compaction,
+)
+
+__all__ = [
+    "CompactStep",
+    "CompactTaskPlan",
+    "CompactUnit",
+    "CompactionOptions",
+    "EarlyFullCompaction",
+    "ForceUpLevel0Pick",
+    "KeyOf",
+    "KeyRange",
+    "LevelSortedRun",
+    "Levels",
+    "OffPeakHours",
+    "RewriteStep",
+    "Section",
+    "SortedRun",
+    "UpgradeStep",
+    "create_unit",
+    "estimate_last_full_compaction_millis",
+    "force_pick_level0",
+    "interval_partition",
+    "is_full_compaction",
+    "level0_order",
+    "may_drop_delete",
+    "pick",
+    "pick_for_size_amplification",
+    "pick_for_size_ratio",
+    "pick_force_up_level0",
+    "pick_full_compaction",
+    "plan_compact_task",
+    "try_early_full_compaction",
+]
