@@ -19,7 +19,7 @@ import numpy as np
 
 from . import data_file as df
 from .commit import BATCH_COMMIT_IDENTIFIER
-from .errors import CommitOutcomeUnknownError, SchemaError
+from .errors import CommitOutcomeUnknownError, SchemaError, UnsupportedError
 from .predicate import Predicate, col
 from .read import Split
 from .snapshot import CommitKind
@@ -105,21 +105,107 @@ def full_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None 
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         messages = list(pool.map(rewrite, todo))
+    return _commit_compaction(table, committer, messages, identifier, max_level if primary_key else 0)
+
+
+def _commit_compaction(table, committer, messages: list[CommitMessage], identifier: int,
+                       output_level: int | None) -> CompactionResult:
     try:
         result = committer.commit(messages, commit_identifier=identifier, kind=CommitKind.COMPACT)
     except CommitOutcomeUnknownError:
         raise  # the snapshot may reference the new files: never delete them
     except BaseException:
-        table.manifest_io.delete_data_files(messages)  # certainly not committed
+        # certainly not committed; upgraded files are the old files themselves and must stay
+        rewritten = [replace_files(m, {f.file_name for f in m.deleted_files}) for m in messages]
+        table.manifest_io.delete_data_files(rewritten)
         raise
-    written = [f for m in messages for f in m.new_files]
     read = [f for m in messages for f in m.deleted_files]
+    written = [f for m in messages for f in m.new_files if f.file_name not in {x.file_name for x in m.deleted_files}]
     return CompactionResult(
         snapshot_id=result.snapshot_id, buckets=len(messages),
         files_read=len(read), bytes_read=sum(f.file_size for f in read), rows_read=sum(f.row_count for f in read),
         files_written=len(written), bytes_written=sum(f.file_size for f in written),
-        rows_written=sum(f.row_count for f in written), output_level=max_level if primary_key else 0,
+        rows_written=sum(f.row_count for f in written), output_level=output_level,
     )
+
+
+def replace_files(message: CommitMessage, keep: set[str]) -> CommitMessage:
+    """``message`` without new files named in ``keep`` (files that existed before the compaction)."""
+    from dataclasses import replace
+
+    return replace(message, new_files=tuple(f for f in message.new_files if f.file_name not in keep))
+
+
+def minor_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None = None,
+                     buckets: Iterable[int] | None = None, commit_user: str | None = None,
+                     commit_identifier: int | None = None) -> CompactionResult:
+    """Paimon's universal compaction, once, for every chosen bucket of a primary-key table.
+
+    Each bucket's sorted runs are picked by size amplification, size ratio and run count
+    (``core/compact/universal.py``); the picked files are split into sections: large files that
+    overlap nothing are upgraded to the output level without rewriting (metadata only), the rest
+    are merged and rewritten there. Retractions are dropped only when nothing older can exist
+    below the output level. Buckets that need nothing are left alone.
+    """
+    from dataclasses import replace
+
+    from .binary_row import deserialize_row
+    from .compact import CompactionOptions, Levels, RewriteStep, may_drop_delete, pick, plan_compact_task
+
+    if not table.primary_keys:
+        raise UnsupportedError("minor compaction of append tables is not supported yet; use full=True")
+    unknown = sorted({k for spec in partitions or () for k in spec} - set(table.partition_keys))
+    if unknown:
+        raise SchemaError(f"partition specs name non-partition columns {unknown}")
+    committer = table.new_commit(commit_user)
+    identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
+    existing = committer.already_committed(identifier)
+    if existing is not None:
+        return CompactionResult(snapshot_id=existing.id, already_committed=True)
+    snapshot = table.latest_snapshot()
+    if snapshot is None:
+        return CompactionResult(snapshot_id=None)
+    settings = CompactionOptions.from_options(table.schema.options, primary_key=True)
+    key_types = [table.arrow_schema.field(k).type for k in table.schema.trimmed_primary_keys]
+
+    def key_of(f):
+        return deserialize_row(f.min_key, key_types), deserialize_row(f.max_key, key_types)
+
+    wanted = set(buckets) if buckets is not None else None
+    reader, writer = table._reader(), table.new_write()
+    messages, levels_used = [], set()
+    for split in table.plan(filter=_partition_filter(partitions), snapshot_id=snapshot.id):
+        if wanted is not None and split.bucket not in wanted:
+            continue
+        levels = Levels.from_files(split.files, num_levels=settings.num_levels, key_of=key_of)
+        unit = pick(levels.num_levels, levels.sorted_runs(), settings)
+        if unit is None or unit.is_trivial:
+            continue
+        plan = plan_compact_task(unit, key_of=key_of, compaction_file_size=settings.compaction_file_size,
+                                 max_level=levels.max_level, drop_delete=may_drop_delete(unit.output_level, levels))
+        before, after = [], []
+        for step in plan.steps:
+            if isinstance(step, RewriteStep):
+                part = Split(partition=split.partition, bucket=split.bucket, total_buckets=split.total_buckets,
+                             files=step.files)
+                merged = reader.merge_files(part, drop_retractions=plan.drop_delete)
+                after += writer.write_rewritten(
+                    split.partition, split.bucket, merged.select(list(table.arrow_schema.names)).combine_chunks(),
+                    merged.column(df.VALUE_KIND).to_numpy().astype(np.int8),
+                    merged.column(df.SEQUENCE_NUMBER).to_numpy(), level=plan.output_level)
+                before += step.files
+            else:  # upgrade: the same file, one level up; only metadata changes
+                before.append(step.file)
+                after.append(replace(step.file, level=plan.output_level))
+        if before:
+            levels_used.add(plan.output_level)
+            messages.append(CommitMessage(partition=split.partition, bucket=split.bucket,
+                                          total_buckets=split.total_buckets, new_files=tuple(after),
+                                          deleted_files=tuple(before)))
+    if not messages:
+        return CompactionResult(snapshot_id=None)
+    return _commit_compaction(table, committer, messages, identifier,
+                              max(levels_used) if levels_used else None)
 
 
 def _needs_work(split: Split, primary_key: bool, max_level: int) -> bool:

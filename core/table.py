@@ -15,7 +15,6 @@ from .errors import (
     InvalidArgumentError,
     SnapshotNotFoundError,
     TagNotFoundError,
-    UnsupportedError,
 )
 from .fs import FileIO
 from .manifest_io import ManifestIO
@@ -166,16 +165,17 @@ class Table:
                 commit_identifier: int | None = None):
         """Dedicated compaction of the chosen partitions/buckets as one COMPACT snapshot.
 
-        Only ``full=True`` exists in this version (every bucket becomes one sorted run at the top
-        level); returns a :class:`~paimonflow.core.compactor.CompactionResult`. Exactly-once with a
-        commit identity, like :meth:`write`.
+        ``full=True`` makes every bucket one sorted run at the top level; ``full=False`` runs
+        Paimon's universal compaction once per bucket (primary-key tables): it compacts only the
+        buckets whose sorted runs call for it, upgrading large non-overlapping files without
+        rewriting them. Returns a :class:`~paimonflow.core.compactor.CompactionResult`.
+        Exactly-once with a commit identity, like :meth:`write`.
         """
-        from .compactor import full_compaction
+        from .compactor import full_compaction, minor_compaction
 
-        if not full:
-            raise UnsupportedError("minor (universal) compaction is not supported yet; use full=True")
-        return full_compaction(self, partitions=partitions, buckets=buckets, commit_user=commit_user,
-                               commit_identifier=commit_identifier)
+        run = full_compaction if full else minor_compaction
+        return run(self, partitions=partitions, buckets=buckets, commit_user=commit_user,
+                   commit_identifier=commit_identifier)
 
     # -- reading -----------------------------------------------------------------------------
 

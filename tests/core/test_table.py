@@ -21,6 +21,7 @@ from paimonflow.core.errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
     TagNotFoundError,
+    UnsupportedError,
 )
 from paimonflow.core.schema import AddColumn, DropColumn, RenameColumn, SetOption, UpdateColumnType
 
@@ -438,3 +439,25 @@ def test_full_compaction_of_an_append_table_and_its_conflict(catalog):
     with pytest.raises(CommitConflictError, match="already deleted"):
         t.new_commit().commit([msg], kind=CommitKind.COMPACT)
     assert sorted(t.read().column("n").to_pylist()) == [0, 1, 2, 3]
+
+
+def test_minor_compaction_follows_universal_picking(catalog):
+    t = catalog.create_table("db.minor", KV, primary_keys=["id", "dt"], options={"bucket": "1"})
+    for i in range(4):
+        t.write(kv([i, i + 10], ["a", "a"]))
+    assert t.compact(full=False).snapshot_id is None  # 4 runs < num-sorted-run.compaction-trigger (5)
+    t.write(kv([1], ["a"]), row_kinds="-D")
+    before = rows(t)
+    result = t.compact(full=False)
+    assert result.snapshot_id == 6 and result.files_read == 5
+    levels = t.system_table("files").column("level").to_pylist()
+    assert 0 not in levels and len(levels) == 1  # all runs picked: one run at the top, deletes dropped
+    assert rows(t) == before and 1 not in [r["id"] for r in before]
+    for i in range(5):
+        t.write(kv([100 + i], ["a"]))
+    again = t.compact(full=False)
+    assert again.snapshot_id is not None and rows(t) == sorted(before + [
+        {"id": 100 + i, "dt": "a", "name": f"n{100 + i}", "amount": float(100 + i)} for i in range(5)],
+        key=lambda r: tuple(str(v) for v in r.values()))
+    with pytest.raises(UnsupportedError):
+        catalog.create_table("db.app", pa.schema([("n", pa.int64())])).compact(full=False)

@@ -1,5 +1,6 @@
-"""Property-based: any sequence of writes, deletes, overwrites and truncates leaves a table that
-reads, at every snapshot, exactly as a plain dictionary model says."""
+"""Property-based: any sequence of writes, deletes, overwrites, truncates and compactions (full
+and universal) leaves a table that reads, at every snapshot, exactly as a plain dictionary model
+says."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ class PrimaryKeyTable(RuleBasedStateMachine):
         catalog.create_database("db")
         self.table = catalog.create_table("db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"],
                                           options={"bucket": "3", "manifest.merge-min-count": "3",
-                                                   "target-file-size": "2kb"})
+                                                   "target-file-size": "2kb",
+                                                   "num-sorted-run.compaction-trigger": "3"})
         self.model: dict[tuple[int, str], str | None] = {}
         self.history: list[dict] = [{}]  # model after snapshot i (index 0 = empty table)
 
@@ -78,6 +80,13 @@ class PrimaryKeyTable(RuleBasedStateMachine):
         result = self.table.truncate()
         self.model = {}
         self._commit(result)
+
+    @rule(full=st.booleans())
+    def compact(self, full):
+        result = self.table.compact(full=full)
+        if result.snapshot_id is not None:
+            assert self.table.latest_snapshot().commit_kind.value == "COMPACT"
+            self._commit(result)  # a compaction changes no row
 
     @invariant()
     def reads_like_the_model(self):

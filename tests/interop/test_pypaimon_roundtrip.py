@@ -326,3 +326,25 @@ def test_pypaimon_reads_our_compacted_tables_and_we_compact_theirs(tmp_path, pri
     oracle.read(theirs, "db.t")
     (their_compacted,) = oracle.run()
     assert canonical(their_compacted) == canonical(theirs_table.read()) == before
+
+
+def test_pypaimon_reads_after_universal_compaction(tmp_path):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    wh = tmp_path / "wh"
+    catalog = Catalog(str(wh))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", schema, primary_keys=["id"],
+                             options={"bucket": "2", "num-sorted-run.compaction-trigger": "2"})
+    for i in range(6):
+        t.write(pa.table({"id": list(range(i, i + 20)), "v": [f"w{i}"] * 20}, schema=schema))
+        if i % 2:
+            t.compact(full=False)
+    t.write(pa.table({"id": [3, 4], "v": ["x", "x"]}, schema=schema), row_kinds="-D")
+    t.compact(full=False)
+    levels = set(t.system_table("files").column("level").to_pylist())
+    assert levels - {0}, "the compactions moved files above level 0"
+    oracle = Oracle(tmp_path)
+    oracle.read(wh, "db.t")
+    (theirs,) = oracle.run()
+    assert canonical(theirs) == canonical(t.read())
+    assert {r["id"] for r in t.read().to_pylist()} == set(range(25)) - {3, 4}
