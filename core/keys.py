@@ -16,13 +16,19 @@ import pyarrow.compute as pc
 
 
 def merge_order(table: pa.Table, keys: Sequence[str], arrival: str | np.ndarray,
-                sequence_fields: Sequence[str] = (), descending: bool = False) -> np.ndarray:
-    """Indices sorting ``table`` by key, then oldest to newest (``arrival`` is a column name or an array)."""
-    arrival_values = table.column(arrival) if isinstance(arrival, str) else pa.array(arrival, pa.int64())
-    if not sequence_fields and len(keys) == 1 and pa.types.is_integer(table.column(keys[0]).type) \
-            and isinstance(arrival, np.ndarray) and (arrival.size < 2 or bool(np.all(np.diff(arrival) > 0))):
-        # arrival already ascending: a stable sort on the key alone keeps it (the fast path)
+                sequence_fields: Sequence[str] = (), descending: bool = False, *,
+                positions_are_arrival: bool = False) -> np.ndarray:
+    """Indices sorting ``table`` by key, then oldest to newest.
+
+    ``arrival`` (a column name or an array) orders rows with equal keys and equal sequence fields.
+    With ``positions_are_arrival`` the caller promises that among rows with equal keys, position
+    already is arrival order (e.g. key-unique files concatenated in sequence order): a stable sort
+    on the key alone then suffices, which is much faster.
+    """
+    if not sequence_fields and positions_are_arrival and len(keys) == 1 \
+            and pa.types.is_integer(table.column(keys[0]).type) and table.column(keys[0]).null_count == 0:
         return np.argsort(table.column(keys[0]).to_numpy(), kind="stable")
+    arrival_values = table.column(arrival) if isinstance(arrival, str) else pa.array(arrival, pa.int64())
     order = "descending" if descending else "ascending"
     nulls = "at_start"  # a null sequence value is the oldest, whatever the order
     columns = {f"k{i}": table.column(k) for i, k in enumerate(keys)}

@@ -11,6 +11,7 @@ so memory is bounded by the largest split.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -260,10 +261,14 @@ class SplitReader:
         table = pa.concat_tables(parts).combine_chunks()
         if table.num_rows == 0:
             return table.select([*wanted, *system])
-        table = table.take(pa.array(merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
-                                                self._options.sequence_descending)))
-        keep = last_per_key(table, self._keys)
+        # Files come sorted by min sequence number; when their sequence ranges do not overlap, a
+        # row's position already orders it after every older row of its key.
+        files = split.files
+        ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
+        order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
+                            self._options.sequence_descending, positions_are_arrival=ordered)
+        keep = last_per_key(table.select(self._keys).take(pa.array(order)), self._keys)
         if drop_retractions:
-            kinds = table.column(df.VALUE_KIND).to_numpy()
+            kinds = table.column(df.VALUE_KIND).to_numpy()[order]
             keep &= (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
-        return table.filter(pa.array(keep)).select([*wanted, *system])
+        return table.take(pa.array(order[keep])).select([*wanted, *system])

@@ -293,7 +293,7 @@ class TableWrite:
         sequence_fields = list(self._options.sequence_field or ())
         keys = source.select([*self._pk, *sequence_fields]).take(pa.array(rows))
         order = merge_order(keys, self._pk, np.arange(len(rows), dtype=np.int64), sequence_fields,
-                            self._options.sequence_descending)
+                            self._options.sequence_descending, positions_are_arrival=True)
         last = last_per_key(keys.select(self._pk).take(pa.array(order)), self._pk)
         return order, (None if last.all() else last)
 
