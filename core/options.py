@@ -390,8 +390,7 @@ class CoreOptions:
 
     def require_supported_for_write(self) -> None:
         """Raise UnsupportedError for settings this version cannot write correctly."""
-        if self.merge_engine is not MergeEngine.DEDUPLICATE:
-            raise UnsupportedError(f"merge-engine={self.merge_engine.value} is not supported yet (deduplicate only)")
+        self._check_merge_engine()
         if self.changelog_producer not in (ChangelogProducer.NONE, ChangelogProducer.INPUT):
             raise UnsupportedError(f"changelog-producer={self.changelog_producer.value} is not supported yet")
         if self.deletion_vectors:
@@ -403,10 +402,16 @@ class CoreOptions:
 
     def require_supported_for_read(self) -> None:
         """Raise UnsupportedError where reading with this version would give wrong rows."""
-        if self.merge_engine is not MergeEngine.DEDUPLICATE:
-            raise UnsupportedError(f"merge-engine={self.merge_engine.value} is not supported yet (deduplicate only)")
+        self._check_merge_engine()
         if "sequence.auto-padding" in self.raw:
             raise UnsupportedError("sequence.auto-padding is not supported yet")
+
+    def _check_merge_engine(self) -> None:
+        """Raise UnsupportedError / InvalidOptionError for merge-engine settings we cannot honour."""
+        if self.merge_engine is not MergeEngine.DEDUPLICATE:
+            from .merge import spec_from_options
+
+            spec_from_options(self.raw)
 
 
 def all_options() -> list[Option[Any]]:

@@ -24,10 +24,11 @@ from .binary_row import deserialize_row
 from .fs import join
 from .keys import last_per_key, merge_order
 from .manifest import DataFileMeta, ManifestEntry
+from .merge import merge
 from .options import CoreOptions
 from .predicate import ColumnStats, Predicate, filter_table
 from .schema import TableSchema, evolve_table
-from .write import bucket_directory
+from .write import bucket_directory, merge_spec_for
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -267,6 +268,10 @@ class SplitReader:
         ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
         order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
                             self._options.sequence_descending, positions_are_arrival=ordered)
+        spec = merge_spec_for(self._schema, self._options, keep_deletes=not drop_retractions)
+        if spec is not None:
+            merged = merge(table.take(pa.array(order)), self._keys, spec)
+            return merged.select([*wanted, *system])
         keep = last_per_key(table.select(self._keys).take(pa.array(order)), self._keys)
         if drop_retractions:
             kinds = table.column(df.VALUE_KIND).to_numpy()[order]

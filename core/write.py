@@ -26,6 +26,7 @@ from .errors import DataError, InvalidOptionError, SchemaError, UnsupportedError
 from .fs import FileIO, join
 from .keys import last_per_key, merge_order
 from .manifest import DataFileMeta, SimpleStats
+from .merge import merge, spec_from_options
 from .options import ChangelogProducer, CoreOptions
 from .partition import group_by_partition, partition_path
 from .schema import TableSchema
@@ -175,6 +176,7 @@ class TableWrite:
         self._sequence_lookup = sequence_lookup  # (partition, bucket) -> next sequence number
         self._next_sequence = dict(next_sequence or {})
         self._file_counter = 0
+        self._merge_spec = merge_spec_for(schema, options, keep_deletes=True) if self._is_pk else None
         self._counter_lock = threading.Lock()  # files are written by a thread pool
         self._writer_id = str(uuid.uuid4())
 
@@ -258,9 +260,18 @@ class TableWrite:
                 # write buffer as it is before merging it).
                 changelog = self._write_files(group, source.take(pa.array(rows[order])), kinds[order], sequence[order],
                                               prefix=self._options.changelog_file_prefix)
-            positions = order if last is None else order[last]
-            table = source.take(pa.array(rows[positions]))
-            kinds, sequence = kinds[positions], sequence[positions]
+            if self._merge_spec is None:  # deduplicate: the newest row of each key, already found
+                positions = order if last is None else order[last]
+                table = source.take(pa.array(rows[positions]))
+                kinds, sequence = kinds[positions], sequence[positions]
+            else:  # other merge engines fold the key's rows; level-0 files keep their deletes
+                ordered = source.take(pa.array(rows[order]))
+                ordered = ordered.append_column(df.SEQUENCE_NUMBER, pa.array(sequence[order], pa.int64()))
+                ordered = ordered.append_column(df.VALUE_KIND, pa.array(kinds[order], pa.int8()))
+                merged = merge(ordered, self._pk, self._merge_spec)
+                kinds = merged.column(df.VALUE_KIND).to_numpy().astype(np.int8)
+                sequence = merged.column(df.SEQUENCE_NUMBER).to_numpy()
+                table = merged.select(self._arrow_schema.names)
         else:
             table = source.take(pa.array(rows))
         files = self._write_files(group, table, kinds, sequence, prefix=self._options.data_file_prefix)
@@ -386,6 +397,14 @@ class TableWrite:
 
     def close(self) -> None:
         self._groups = {}
+
+
+def merge_spec_for(schema: TableSchema, options: CoreOptions, *, keep_deletes: bool):
+    """The merge-engine spec of a primary-key table, or None for ``deduplicate`` (which the
+    writer and the reader do with their own faster key-only path)."""
+    if options.merge_engine.value == "deduplicate":
+        return None
+    return spec_from_options(schema.options, keep_deletes=keep_deletes)
 
 
 def bucket_directory(table_path: str, schema: TableSchema, options: CoreOptions,

@@ -461,3 +461,67 @@ def test_minor_compaction_follows_universal_picking(catalog):
         key=lambda r: tuple(str(v) for v in r.values()))
     with pytest.raises(UnsupportedError):
         catalog.create_table("db.app", pa.schema([("n", pa.int64())])).compact(full=False)
+
+
+ENGINE_SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("price", pa.float64()), ("count", pa.int64()),
+                           ("name", pa.string())])
+
+
+def _engine_rows(*rows_):
+    return pa.table({"k": [r[0] for r in rows_], "price": [r[1] for r in rows_], "count": [r[2] for r in rows_],
+                     "name": [r[3] for r in rows_]}, schema=ENGINE_SCHEMA)
+
+
+@pytest.mark.parametrize("one_commit", [False, True])
+def test_partial_update_through_the_table(catalog, one_commit):
+    """Seed 004's example: <1, 23.0, 10, NULL>, <1, NULL, NULL, 'This is a book'>, <1, 25.2, NULL, NULL>
+    give <1, 25.2, 10, 'This is a book'> (whether folded by the writer or merged by the reader)."""
+    t = catalog.create_table(f"db.pu{int(one_commit)}", ENGINE_SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", "merge-engine": "partial-update"})
+    batches = [_engine_rows((1, 23.0, 10, None)), _engine_rows((1, None, None, "This is a book")),
+               _engine_rows((1, 25.2, None, None))]
+    if one_commit:
+        t.write(pa.concat_tables(batches))
+    else:
+        for b in batches:
+            t.write(b)
+    assert t.read().to_pylist() == [{"k": 1, "price": 25.2, "count": 10, "name": "This is a book"}]
+    t.compact(full=True)
+    assert t.read().to_pylist() == [{"k": 1, "price": 25.2, "count": 10, "name": "This is a book"}]
+    with pytest.raises(DataError):
+        t.write(_engine_rows((1, None, None, None)), row_kinds="-D")  # needs remove-record-on-delete
+
+
+def test_aggregation_through_the_table(catalog):
+    """Seed 004's example: price max, count sum: <1, 23.0, 15>, <1, 30.2, 20> give <1, 30.2, 35>."""
+    t = catalog.create_table("db.agg", ENGINE_SCHEMA, primary_keys=["k"], options={
+        "bucket": "1", "merge-engine": "aggregation", "fields.price.aggregate-function": "max",
+        "fields.count.aggregate-function": "sum", "fields.name.aggregate-function": "listagg",
+        "fields.price.ignore-retract": "true", "fields.name.ignore-retract": "true"})
+    t.write(_engine_rows((1, 23.0, 15, "a"), (2, 1.0, 1, "x")))
+    t.write(_engine_rows((1, 30.2, 20, "b")))
+    assert rows(t) == [{"k": 1, "price": 30.2, "count": 35, "name": "a,b"}, {"k": 2, "price": 1.0, "count": 1, "name": "x"}]
+    t.write(_engine_rows((1, None, 5, None)), row_kinds="-U")  # sum retracts
+    assert rows(t)[0]["count"] == 30
+    t.compact(full=True)
+    assert rows(t)[0] == {"k": 1, "price": 30.2, "count": 30, "name": "a,b"}
+
+
+def test_first_row_through_the_table(catalog):
+    t = catalog.create_table("db.fr", ENGINE_SCHEMA, primary_keys=["k"],
+                             options={"bucket": "1", "merge-engine": "first-row"})
+    t.write(_engine_rows((1, 1.0, 1, "first"), (2, 2.0, 2, "first")))
+    t.write(_engine_rows((1, 9.0, 9, "second"), (3, 3.0, 3, "second")))
+    assert [(r["k"], r["name"]) for r in rows(t)] == [(1, "first"), (2, "first"), (3, "second")]
+    t.compact(full=False)
+    t.compact(full=True)
+    assert [(r["k"], r["name"]) for r in rows(t)] == [(1, "first"), (2, "first"), (3, "second")]
+
+
+def test_unsupported_merge_options_are_refused_on_read_and_write(catalog):
+    t = catalog.create_table("db.rbm", ENGINE_SCHEMA, primary_keys=["k"], options={
+        "bucket": "1", "merge-engine": "aggregation", "fields.count.aggregate-function": "rbm64"})
+    with pytest.raises((UnsupportedError, InvalidOptionError)):
+        t.write(_engine_rows((1, 1.0, 1, "x")))
+    with pytest.raises((UnsupportedError, InvalidOptionError)):
+        t.read()
