@@ -60,10 +60,11 @@ def _partition_filter(specs: Sequence[Mapping[str, object]] | None) -> Predicate
     return predicate
 
 
-def full_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None = None,
-                    buckets: Iterable[int] | None = None, commit_user: str | None = None,
-                    commit_identifier: int | None = None) -> CompactionResult:
-    """Compact the chosen partitions and buckets (default: all) of the latest snapshot."""
+def _start(table, partitions, buckets, commit_user, commit_identifier):
+    """Validate the request; returns ``(committer, identifier, splits, early result or None)``.
+
+    The early result is the existing snapshot when this commit identity already committed
+    (exactly once), or an empty result for a table without snapshots."""
     unknown = sorted({k for spec in partitions or () for k in spec} - set(table.partition_keys))
     if unknown:
         raise SchemaError(f"partition specs name non-partition columns {unknown}")
@@ -71,13 +72,23 @@ def full_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None 
     identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
     existing = committer.already_committed(identifier)
     if existing is not None:
-        return CompactionResult(snapshot_id=existing.id, already_committed=True)
+        return committer, identifier, [], CompactionResult(snapshot_id=existing.id, already_committed=True)
     snapshot = table.latest_snapshot()
     if snapshot is None:
-        return CompactionResult(snapshot_id=None)
+        return committer, identifier, [], CompactionResult(snapshot_id=None)
     wanted = set(buckets) if buckets is not None else None
     splits = [s for s in table.plan(filter=_partition_filter(partitions), snapshot_id=snapshot.id)
               if wanted is None or s.bucket in wanted]
+    return committer, identifier, splits, None
+
+
+def full_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None = None,
+                    buckets: Iterable[int] | None = None, commit_user: str | None = None,
+                    commit_identifier: int | None = None) -> CompactionResult:
+    """Compact the chosen partitions and buckets (default: all) of the latest snapshot."""
+    committer, identifier, splits, done = _start(table, partitions, buckets, commit_user, commit_identifier)
+    if done is not None:
+        return done
     primary_key = bool(table.primary_keys)
     max_level = table.options.num_levels - 1
     todo = [s for s in splits if _needs_work(s, primary_key, max_level)]
@@ -154,29 +165,18 @@ def minor_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None
 
     if not table.primary_keys:
         raise UnsupportedError("minor compaction of append tables is not supported yet; use full=True")
-    unknown = sorted({k for spec in partitions or () for k in spec} - set(table.partition_keys))
-    if unknown:
-        raise SchemaError(f"partition specs name non-partition columns {unknown}")
-    committer = table.new_commit(commit_user)
-    identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
-    existing = committer.already_committed(identifier)
-    if existing is not None:
-        return CompactionResult(snapshot_id=existing.id, already_committed=True)
-    snapshot = table.latest_snapshot()
-    if snapshot is None:
-        return CompactionResult(snapshot_id=None)
+    committer, identifier, splits, done = _start(table, partitions, buckets, commit_user, commit_identifier)
+    if done is not None:
+        return done
     settings = CompactionOptions.from_options(table.schema.options, primary_key=True)
     key_types = [table.arrow_schema.field(k).type for k in table.schema.trimmed_primary_keys]
 
     def key_of(f):
         return deserialize_row(f.min_key, key_types), deserialize_row(f.max_key, key_types)
 
-    wanted = set(buckets) if buckets is not None else None
     reader, writer = table._reader(), table.new_write()
     messages, levels_used = [], set()
-    for split in table.plan(filter=_partition_filter(partitions), snapshot_id=snapshot.id):
-        if wanted is not None and split.bucket not in wanted:
-            continue
+    for split in splits:
         levels = Levels.from_files(split.files, num_levels=settings.num_levels, key_of=key_of)
         unit = pick(levels.num_levels, levels.sorted_runs(), settings)
         if unit is None or unit.is_trivial:
