@@ -247,55 +247,51 @@ def test_schema_evolution_both_ways(tmp_path):
     assert canonical(evolved.read(), ["id", "a2", "c"]) == expected
 
 
-def test_input_changelog_tables_both_ways(tmp_path):
-    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
-    options = {"bucket": "2", "changelog-producer": "input"}
-    batches = [pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema),
-               pa.table({"id": [2, 4], "v": ["B", "d"]}, schema=schema)]
+def write_both(tmp_path, schema: pa.Schema, batches: list[pa.Table], *, primary_keys=(), options=None):
+    """Write ``batches`` into one table with paimonflow and into another with pypaimon (same
+    schema and options, one commit per batch); both read both. Returns
+    ``(our table, their table opened by us, ours read by pypaimon, theirs read by pypaimon)``."""
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     catalog = Catalog(str(ours))
     catalog.create_database("db")
-    t = catalog.create_table("db.t", schema, primary_keys=["id"], options=options)
+    t = catalog.create_table("db.t", schema, primary_keys=list(primary_keys), options=dict(options or {}))
     for batch in batches:
         t.write(batch)
     oracle = Oracle(tmp_path)
     oracle.read(ours, "db.t")
-    oracle.create_table(theirs, "db.t", schema, primary_keys=["id"], options=options)
+    oracle.create_table(theirs, "db.t", schema, primary_keys=primary_keys, options=options)
     for batch in batches:
         oracle.write(theirs, "db.t", batch)
-    (read_by_them,) = oracle.run()
+    oracle.read(theirs, "db.t")
+    read_ours, read_theirs = oracle.run()
+    return t, Catalog(str(theirs)).get_table("db.t"), read_ours, read_theirs
+
+
+def test_input_changelog_tables_both_ways(tmp_path):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    batches = [pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=schema),
+               pa.table({"id": [2, 4], "v": ["B", "d"]}, schema=schema)]
+    t, theirs_table, read_ours, read_theirs = write_both(
+        tmp_path, schema, batches, primary_keys=["id"], options={"bucket": "2", "changelog-producer": "input"})
     expected = [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
-    assert canonical(read_by_them) == canonical(t.read()) == expected
-    theirs_table = Catalog(str(theirs)).get_table("db.t")
-    assert canonical(theirs_table.read()) == expected
-    # their changelog is readable by us, and holds exactly the second commit's input
-    snap = theirs_table.latest_snapshot()
-    entries = theirs_table.manifest_io.changelog_entries(snap)
-    assert sum(e.file.row_count for e in entries) == snap.changelog_record_count == 2
-    ours_snap = t.latest_snapshot()
-    assert sum(e.file.row_count for e in t.manifest_io.changelog_entries(ours_snap)) == 2
+    assert canonical(read_ours) == canonical(t.read()) == expected
+    assert canonical(read_theirs) == canonical(theirs_table.read()) == expected
+    # their changelog is readable by us, and holds exactly the second commit's input; ours too
+    for table in (theirs_table, t):
+        snap = table.latest_snapshot()
+        entries = table.manifest_io.changelog_entries(snap)
+        assert sum(e.file.row_count for e in entries) == snap.changelog_record_count == 2
 
 
 def test_sequence_field_both_ways(tmp_path):
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()), ("ts", pa.int64())])
-    options = {"bucket": "1", "sequence.field": "ts"}
     batches = [pa.table({"id": [1, 2], "v": ["new", "new"], "ts": [100, 100]}, schema=schema),
                pa.table({"id": [1, 2], "v": ["old", "newer"], "ts": [50, 200]}, schema=schema)]
-    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
-    catalog = Catalog(str(ours))
-    catalog.create_database("db")
-    t = catalog.create_table("db.t", schema, primary_keys=["id"], options=options)
-    for batch in batches:
-        t.write(batch)
-    oracle = Oracle(tmp_path)
-    oracle.read(ours, "db.t")
-    oracle.create_table(theirs, "db.t", schema, primary_keys=["id"], options=options)
-    for batch in batches:
-        oracle.write(theirs, "db.t", batch)
-    (read_by_them,) = oracle.run()
+    t, theirs_table, read_ours, read_theirs = write_both(
+        tmp_path, schema, batches, primary_keys=["id"], options={"bucket": "1", "sequence.field": "ts"})
     expected = [(1, "new", 100), (2, "newer", 200)]
-    assert canonical(read_by_them) == canonical(t.read()) == expected
-    assert canonical(Catalog(str(theirs)).get_table("db.t").read()) == expected
+    assert canonical(read_ours) == canonical(t.read()) == expected
+    assert canonical(read_theirs) == canonical(theirs_table.read()) == expected
 
 
 @pytest.mark.parametrize("primary_key", [True, False])
@@ -365,23 +361,11 @@ def test_merge_engines_both_ways(tmp_path, name, options):
     batches = [pa.table({"id": [1, 2], "a": [1, None], "b": ["p", "q"], "c": [5.0, None]}, schema=schema),
                pa.table({"id": [1, 2], "a": [10, 5], "b": [None, "s"], "c": [3.0, 9.0]}, schema=schema),
                pa.table({"id": [1], "a": [100], "b": ["t"], "c": [None]}, schema=schema)]
-    table_options = {"bucket": "1", **options}
-    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
-    catalog = Catalog(str(ours))
-    catalog.create_database("db")
-    t = catalog.create_table("db.t", schema, primary_keys=["id"], options=table_options)
-    for batch in batches:
-        t.write(batch)
-    oracle = Oracle(tmp_path)
-    oracle.read(ours, "db.t")
-    oracle.create_table(theirs, "db.t", schema, primary_keys=["id"], options=table_options)
-    for batch in batches:
-        oracle.write(theirs, "db.t", batch)
-    oracle.read(theirs, "db.t")
-    read_ours, read_theirs = oracle.run()
+    t, theirs_table, read_ours, read_theirs = write_both(tmp_path, schema, batches, primary_keys=["id"],
+                                                         options={"bucket": "1", **options})
     if name == "partial-update":
         expected = [(1, 100, "t", 3.0), (2, 5, "s", 9.0)]
     else:
         expected = [(1, 111, "p,t", 5.0), (2, 5, "q,s", 9.0)]
     assert canonical(t.read()) == canonical(read_ours) == expected
-    assert canonical(Catalog(str(theirs)).get_table("db.t").read()) == canonical(read_theirs) == expected
+    assert canonical(theirs_table.read()) == canonical(read_theirs) == expected
