@@ -38,8 +38,14 @@ test-fast: venv
 lint: venv
 	$(VENV)/bin/ruff check core tests bench dags_examples
 
-bench: venv pypaimon-venv
-	$(PYPAIMON_VENV)/bin/python -m pip install --quiet "pypaimon-rust==0.4.0"
+# pypaimon-rust (pypaimon's optional native accelerator, a benchmark side only) goes into pypaimon's venv.
+PYPAIMON_RUST_STAMP := $(PYPAIMON_VENV)/.installed-pypaimon-rust-0.4.0
+$(PYPAIMON_RUST_STAMP): $(PYPAIMON_STAMP)
+	$(PYPAIMON_VENV)/bin/python -m pip install --quiet 'pypaimon-rust==0.4.0'
+	$(PYPAIMON_VENV)/bin/python -c 'import pypaimon_rust'
+	touch $@
+
+bench: venv pypaimon-venv $(PYPAIMON_RUST_STAMP)
 	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) bench/foundation.py --reps 5
 
 clean:
