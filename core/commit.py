@@ -10,6 +10,7 @@ unknown way is never cleaned up; the next attempt first looks for our own snapsh
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import time
@@ -107,7 +108,7 @@ class TableCommit:
 
     def commit(self, messages: Sequence[CommitMessage], *, commit_identifier: int = BATCH_COMMIT_IDENTIFIER,
                overwrite: OverwriteSpec | None = None, properties: Mapping[str, str] | None = None,
-               kind: CommitKind | None = None) -> CommitResult:
+               kind: CommitKind | None = None, _follow_up: bool = False) -> CommitResult:
         """Commit ``messages`` as one snapshot (APPEND, or OVERWRITE with ``overwrite``).
 
         Exactly once: if this commit user already committed ``commit_identifier`` (or a later
@@ -115,13 +116,15 @@ class TableCommit:
         CommitConflictError (nothing committed; replan), CommitRetriesExhaustedError, or
         CommitOutcomeUnknownError (may have landed; retry with the same identity, never clean up).
         """
-        existing = self.already_committed(commit_identifier)
+        existing = None if _follow_up else self.already_committed(commit_identifier)
         if existing is not None:
             return CommitResult(snapshot_id=existing.id, commit_kind=existing.commit_kind,
                                 commit_user=self.commit_user, commit_identifier=commit_identifier,
                                 already_committed=True)
+        if kind is None and overwrite is None and any(m.has_compaction for m in messages):
+            return self._commit_append_then_compact(messages, commit_identifier, properties)
         for m in messages:
-            for f in m.new_files:
+            for f in (*m.new_files, *m.compact_after):
                 if f.schema_id > self._schema.id:
                     raise SchemaError(f"file {f.file_name} was written with schema {f.schema_id}, newer than {self._schema.id}")
         adds = [self._entry(FileKind.ADD, m, f) for m in messages for f in m.new_files]
@@ -135,6 +138,36 @@ class TableCommit:
             return CommitResult(snapshot_id=None, commit_kind=None, commit_user=self.commit_user,
                                 commit_identifier=commit_identifier)
         return self._try_commit(adds, deletes, changelog, overwrite, kind, commit_identifier, dict(properties or {}))
+
+    def _commit_append_then_compact(self, messages: Sequence[CommitMessage], identifier: int,
+                                    properties: Mapping[str, str] | None) -> CommitResult:
+        """Paimon's order for writers that compact: the new files as an APPEND snapshot, then
+        what their compaction changed as a COMPACT snapshot (same identifier). A conflict on the
+        second leaves the first committed and deletes only the compaction's own new files."""
+        from dataclasses import replace
+
+        appends = [replace(m, compact_before=(), compact_after=(), compact_changelog=()) for m in messages]
+        compacts = [CommitMessage(partition=m.partition, bucket=m.bucket, total_buckets=m.total_buckets,
+                                  new_files=m.compact_after, deleted_files=m.compact_before,
+                                  changelog_files=m.compact_changelog)
+                    for m in messages if m.has_compaction]
+        first = self.commit(appends, commit_identifier=identifier, properties=properties)
+        if first.already_committed:
+            return first
+        try:
+            second = self.commit(compacts, commit_identifier=identifier, properties=properties,
+                                 kind=CommitKind.COMPACT, _follow_up=True)
+        except CommitOutcomeUnknownError:
+            raise
+        except BaseException:
+            self._manifests.delete_data_files(compacts)
+            raise
+        if second.snapshot_id is None:
+            return first
+        return dataclasses.replace(second, added_files=first.added_files + second.added_files,
+                                   deleted_files=first.deleted_files + second.deleted_files,
+                                   added_rows=first.added_rows + second.added_rows,
+                                   deleted_rows=first.deleted_rows + second.deleted_rows)
 
     # -- the loop ----------------------------------------------------------------------------
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import data_file as df
 from .commit import BATCH_COMMIT_IDENTIFIER
 from .errors import CommitOutcomeUnknownError, SchemaError, UnsupportedError
 from .predicate import Predicate, col
@@ -89,34 +88,48 @@ def full_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None 
     committer, identifier, splits, done = _start(table, partitions, buckets, commit_user, commit_identifier)
     if done is not None:
         return done
-    primary_key = bool(table.primary_keys)
-    max_level = table.options.num_levels - 1
-    todo = [s for s in splits if _needs_work(s, primary_key, max_level)]
+    if table.primary_keys:
+        return _compact_primary_key(table, committer, identifier, splits, full=True)
+    todo = [s for s in splits if len(s.files) > 1]
     if not todo:
         return CompactionResult(snapshot_id=None)
     reader, writer = table._reader(), table.new_write()
 
     def rewrite(split: Split) -> CommitMessage:
-        if primary_key:
-            merged = reader.merge_files(split, drop_retractions=True)
-            values = merged.select(list(table.arrow_schema.names))
-            kinds = merged.column(df.VALUE_KIND).to_numpy().astype(np.int8)
-            sequence = merged.column(df.SEQUENCE_NUMBER).to_numpy()
-            level = max_level
-        else:
-            values = reader.read_split(split)
-            kinds = np.zeros(values.num_rows, dtype=np.int8)
-            first = min(f.min_sequence_number for f in split.files)
-            sequence = np.arange(first, first + values.num_rows, dtype=np.int64)
-            level = 0
+        values = reader.read_split(split)
+        kinds = np.zeros(values.num_rows, dtype=np.int8)
+        first = min(f.min_sequence_number for f in split.files)
+        sequence = np.arange(first, first + values.num_rows, dtype=np.int64)
         new_files = writer.write_rewritten(split.partition, split.bucket, values.combine_chunks(), kinds, sequence,
-                                           level=level)
+                                           level=0)
         return CommitMessage(partition=split.partition, bucket=split.bucket, total_buckets=split.total_buckets,
                              new_files=tuple(new_files), deleted_files=split.files)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         messages = list(pool.map(rewrite, todo))
-    return _commit_compaction(table, committer, messages, identifier, max_level if primary_key else 0)
+    return _commit_compaction(table, committer, messages, identifier, 0)
+
+
+def _compact_primary_key(table, committer, identifier: int, splits: Sequence[Split], *, full: bool
+                         ) -> CompactionResult:
+    """One compaction per bucket (universal or full, see :mod:`paimonflow.core.lsm`), one COMPACT commit."""
+    from .lsm import BucketCompactor
+
+    compactor = BucketCompactor(table)
+
+    def run(split: Split) -> CommitMessage | None:
+        done = compactor.compact(split.partition, split.bucket, split.total_buckets, split.files, full=full)
+        if done is None:
+            return None
+        return CommitMessage(partition=split.partition, bucket=split.bucket, total_buckets=split.total_buckets,
+                             new_files=done.after, deleted_files=done.before, changelog_files=done.changelog)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        messages = [m for m in pool.map(run, splits) if m is not None]
+    if not messages:
+        return CompactionResult(snapshot_id=None)
+    levels = {f.level for m in messages for f in m.new_files}
+    return _commit_compaction(table, committer, messages, identifier, max(levels) if levels else None)
 
 
 def _commit_compaction(table, committer, messages: list[CommitMessage], identifier: int,
@@ -153,69 +166,18 @@ def minor_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None
     """Paimon's universal compaction, once, for every chosen bucket of a primary-key table.
 
     Each bucket's sorted runs are picked by size amplification, size ratio and run count
-    (``core/compact/universal.py``); the picked files are split into sections: large files that
-    overlap nothing are upgraded to the output level without rewriting (metadata only), the rest
-    are merged and rewritten there. Retractions are dropped only when nothing older can exist
-    below the output level. Buckets that need nothing are left alone.
+    (``core/compact/universal.py``; level 0 is always pushed up for lookup tables); the picked
+    files are split into sections: large files that overlap nothing are upgraded to the output
+    level without rewriting (metadata only), the rest are merged and rewritten there.
+    Retractions are dropped only when nothing older can exist below the output level. Buckets
+    that need nothing are left alone.
     """
-    from dataclasses import replace
-
-    from .binary_row import deserialize_row
-    from .compact import CompactionOptions, Levels, RewriteStep, may_drop_delete, pick, plan_compact_task
-
     if not table.primary_keys:
         raise UnsupportedError("minor compaction of append tables is not supported yet; use full=True")
     committer, identifier, splits, done = _start(table, partitions, buckets, commit_user, commit_identifier)
     if done is not None:
         return done
-    settings = CompactionOptions.from_options(table.schema.options, primary_key=True)
-    key_types = [table.arrow_schema.field(k).type for k in table.schema.trimmed_primary_keys]
-
-    def key_of(f):
-        return deserialize_row(f.min_key, key_types), deserialize_row(f.max_key, key_types)
-
-    reader, writer = table._reader(), table.new_write()
-    messages, levels_used = [], set()
-    for split in splits:
-        levels = Levels.from_files(split.files, num_levels=settings.num_levels, key_of=key_of)
-        unit = pick(levels.num_levels, levels.sorted_runs(), settings)
-        if unit is None or unit.is_trivial:
-            continue
-        plan = plan_compact_task(unit, key_of=key_of, compaction_file_size=settings.compaction_file_size,
-                                 max_level=levels.max_level, drop_delete=may_drop_delete(unit.output_level, levels))
-        before, after = [], []
-        for step in plan.steps:
-            if isinstance(step, RewriteStep):
-                part = Split(partition=split.partition, bucket=split.bucket, total_buckets=split.total_buckets,
-                             files=step.files)
-                merged = reader.merge_files(part, drop_retractions=plan.drop_delete)
-                after += writer.write_rewritten(
-                    split.partition, split.bucket, merged.select(list(table.arrow_schema.names)).combine_chunks(),
-                    merged.column(df.VALUE_KIND).to_numpy().astype(np.int8),
-                    merged.column(df.SEQUENCE_NUMBER).to_numpy(), level=plan.output_level)
-                before += step.files
-            else:  # upgrade: the same file, one level up; only metadata changes
-                before.append(step.file)
-                after.append(replace(step.file, level=plan.output_level))
-        if before:
-            levels_used.add(plan.output_level)
-            messages.append(CommitMessage(partition=split.partition, bucket=split.bucket,
-                                          total_buckets=split.total_buckets, new_files=tuple(after),
-                                          deleted_files=tuple(before)))
-    if not messages:
-        return CompactionResult(snapshot_id=None)
-    return _commit_compaction(table, committer, messages, identifier,
-                              max(levels_used) if levels_used else None)
-
-
-def _needs_work(split: Split, primary_key: bool, max_level: int) -> bool:
-    if len(split.files) > 1:
-        return True
-    (only,) = split.files
-    if not primary_key:
-        return False
-    # one file at the top without retractions is already fully compacted
-    return only.level != max_level or bool(only.delete_row_count) or only.delete_row_count is None
+    return _compact_primary_key(table, committer, identifier, splits, full=False)
 
 
 __all__ = ["CompactionResult", "full_compaction"]

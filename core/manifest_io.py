@@ -137,6 +137,6 @@ class ManifestIO:
 
         for m in messages:
             directory = bucket_directory(self._path, self._schema, self._options, m.partition, m.bucket)
-            for f in (*m.new_files, *m.changelog_files):
+            for f in m.all_written_files():
                 with contextlib.suppress(Exception):
                     self._file_io.delete(join(directory, f.file_name))

@@ -187,6 +187,17 @@ CHANGELOG_FILE_PREFIX = _opt("changelog-file.prefix", "changelog-", _text, "Pref
 DELETION_VECTORS = _opt("deletion-vectors.enabled", False, parse_bool, "Merge-on-write with deletion vectors.")
 WRITE_ONLY = _opt("write-only", False, parse_bool, "Writers never compact.")
 WRITE_BUFFER_SIZE = _opt("write-buffer-size", 256 << 20, _positive_size, "Memory of a write buffer before it spills.")
+WRITE_BUFFER_SPILLABLE = _opt("write-buffer-spillable", True, parse_bool,
+                              "Spill a full write buffer to local disk as sorted runs instead of flushing level-0 files.")
+LOCAL_SORT_MAX_NUM_FILE_HANDLES = _opt("local-sort.max-num-file-handles", 128, _ranged(2),
+                                       "Spilled runs of one bucket merged at once; more are merged first.")
+NUM_SORTED_RUN_STOP_TRIGGER = _opt("num-sorted-run.stop-trigger", None, _ranged(1),
+                                   "Sorted runs at which a compacting writer waits for compaction "
+                                   "(default: compaction trigger + 3).")
+FULL_COMPACTION_DELTA_COMMITS = _opt("full-compaction.delta-commits", None, _ranged(1),
+                                     "Writers fully compact the buckets they write (every batch commit).")
+CHANGELOG_ROW_DEDUPLICATE = _opt("changelog-producer.row-deduplicate", False, parse_bool,
+                                 "Lookup/full-compaction changelog skips -U/+U pairs with equal values.")
 NUM_SORTED_RUN_COMPACTION_TRIGGER = _opt("num-sorted-run.compaction-trigger", 5, _ranged(1),
                                         "Sorted runs in a bucket that trigger a minor compaction.")
 NUM_LEVELS = _opt("num-levels", None, _ranged(2), "LSM levels (default: compaction trigger + 1).")
@@ -200,11 +211,10 @@ _KNOWN_PLAIN_KEYS = frozenset({
     "primary-key", "partition", "path", "type", "comment", "owner", "auto-create",
     "file.format.per.level", "file.compression.per.level", "file.block-size", "file-index.read.enabled",
     "parquet.block.size", "parquet.page.size", "parquet.enable.dictionary", "orc.stripe.size",
-    "num-sorted-run.stop-trigger",
     "compaction.max-size-amplification-percent", "compaction.size-ratio", "compaction.min.file-num",
-    "compaction.small-file-ratio", "compaction.optimization-interval", "full-compaction.delta-commits",
-    "write-buffer-spillable", "write-buffer-for-append", "local-sort.max-num-file-handles", "sort-spill-threshold",
-    "write.batch-size", "page-size", "changelog-producer.row-deduplicate", "changelog-producer.lookup-wait",
+    "compaction.small-file-ratio", "compaction.optimization-interval", "compaction.force-rewrite-all-files",
+    "write-buffer-for-append", "sort-spill-threshold", "write-buffer-spill.max-disk-size",
+    "write.batch-size", "page-size", "changelog-producer.lookup-wait",
     "changelog.num-retained.min", "changelog.num-retained.max", "changelog.time-retained",
     "snapshot.expire.limit", "snapshot.expire.execution-mode", "snapshot.clean-empty-directories",
     "tag.automatic-creation", "tag.creation-period", "tag.creation-delay", "tag.period-formatter",
@@ -337,6 +347,14 @@ class CoreOptions:
     changelog_file_prefix: str
     deletion_vectors: bool
     num_levels: int
+    write_only: bool
+    write_buffer_size: int
+    write_buffer_spillable: bool
+    local_sort_max_handles: int
+    num_sorted_run_compaction_trigger: int
+    num_sorted_run_stop_trigger: int
+    full_compaction_delta_commits: int | None
+    changelog_row_deduplicate: bool
 
     @classmethod
     def from_map(cls, options: Mapping[str, str]) -> CoreOptions:
@@ -381,6 +399,15 @@ class CoreOptions:
             changelog_file_prefix=p[CHANGELOG_FILE_PREFIX.key],
             deletion_vectors=p[DELETION_VECTORS.key],
             num_levels=p[NUM_LEVELS.key] or p[NUM_SORTED_RUN_COMPACTION_TRIGGER.key] + 1,
+            write_only=p[WRITE_ONLY.key],
+            write_buffer_size=p[WRITE_BUFFER_SIZE.key],
+            write_buffer_spillable=p[WRITE_BUFFER_SPILLABLE.key],
+            local_sort_max_handles=p[LOCAL_SORT_MAX_NUM_FILE_HANDLES.key],
+            num_sorted_run_compaction_trigger=p[NUM_SORTED_RUN_COMPACTION_TRIGGER.key],
+            num_sorted_run_stop_trigger=(p[NUM_SORTED_RUN_STOP_TRIGGER.key]
+                                         or p[NUM_SORTED_RUN_COMPACTION_TRIGGER.key] + 3),
+            full_compaction_delta_commits=p[FULL_COMPACTION_DELTA_COMMITS.key],
+            changelog_row_deduplicate=p[CHANGELOG_ROW_DEDUPLICATE.key],
         )
 
     def target_file_size_for(self, primary_key_table: bool) -> int:
@@ -391,8 +418,9 @@ class CoreOptions:
     def require_supported_for_write(self) -> None:
         """Raise UnsupportedError for settings this version cannot write correctly."""
         self._check_merge_engine()
-        if self.changelog_producer not in (ChangelogProducer.NONE, ChangelogProducer.INPUT):
-            raise UnsupportedError(f"changelog-producer={self.changelog_producer.value} is not supported yet")
+        if self.changelog_producer is ChangelogProducer.LOOKUP and self.full_compaction_delta_commits is not None:
+            raise InvalidOptionError("full-compaction.delta-commits", str(self.full_compaction_delta_commits),
+                                     "cannot be combined with changelog-producer=lookup (Paimon rejects it too)")
         if self.deletion_vectors:
             raise UnsupportedError("deletion-vectors.enabled=true is not supported yet")
         if "sequence.auto-padding" in self.raw:

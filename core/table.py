@@ -79,25 +79,41 @@ class Table:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def new_write(self) -> TableWrite:
-        """A writer producing commit messages (for distributed writers: one per task)."""
+    def new_write(self, *, spill_dir: str | None = None) -> TableWrite:
+        """A writer producing commit messages (for distributed writers: one per task).
+
+        It starts from the latest snapshot: sequence numbers continue there, and a writer that
+        compacts (not ``write-only``) knows the bucket files it may compact. ``spill_dir`` is
+        the local directory for spilled sorted runs (default: the system temp directory).
+        """
         latest = self.snapshot_manager.latest()
-        sequences: dict[tuple[bytes, int], int] | None = None
         partition_types = [self.arrow_schema.field(k).type for k in self.partition_keys]
+        live: dict[tuple[bytes, int], list] | None = None
+
+        def bucket_files() -> dict[tuple[bytes, int], list]:
+            nonlocal live
+            if live is None:
+                live = {}
+                if latest is not None:
+                    for e in self.manifest_io.live_entries(latest):
+                        live.setdefault((e.partition, e.bucket), []).append(e.file)
+            return live
+
+        def restore(partition: tuple[object, ...], bucket: int) -> list:
+            return bucket_files().get((serialize_row(list(partition), partition_types), bucket), [])
 
         def next_sequence(partition: tuple[object, ...], bucket: int) -> int:
-            nonlocal sequences
-            if latest is None:
-                return 0
-            if sequences is None:
-                sequences = {}
-                for e in self.manifest_io.live_entries(latest):
-                    key = (e.partition, e.bucket)
-                    sequences[key] = max(sequences.get(key, -1), e.file.max_sequence_number)
-            return sequences.get((serialize_row(list(partition), partition_types), bucket), -1) + 1
+            files = restore(partition, bucket)
+            return max((f.max_sequence_number for f in files), default=-1) + 1
+
+        def compactor(writer: TableWrite):
+            from .lsm import BucketCompactor
+
+            return BucketCompactor(self, writer=writer)
 
         return TableWrite(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
-                          sequence_lookup=next_sequence)
+                          sequence_lookup=next_sequence, restore=restore,
+                          compactor_factory=compactor if self.primary_keys else None, spill_dir=spill_dir)
 
     def new_commit(self, commit_user: str | None = None) -> TableCommit:
         """A committer for messages of :meth:`new_write` (one per job, on the driver)."""
@@ -123,9 +139,13 @@ class Table:
         existing = committer.already_committed(identifier)
         if existing is not None:
             return committer.commit([], commit_identifier=identifier)
-        writer = self.new_write()
-        writer.write(data, row_kinds=row_kinds)
-        messages = writer.prepare_commit()
+        with self.new_write() as writer:
+            try:
+                writer.write(data, row_kinds=row_kinds)
+                messages = writer.prepare_commit()
+            except BaseException:
+                self.manifest_io.delete_data_files(writer.pending_messages())
+                raise
         try:
             return committer.commit(messages, commit_identifier=identifier, overwrite=spec)
         except CommitOutcomeUnknownError:

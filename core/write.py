@@ -8,10 +8,11 @@ those messages; files of messages that are never committed are orphans, never re
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -30,6 +31,15 @@ from .merge import merge, spec_from_options
 from .options import ChangelogProducer, CoreOptions
 from .partition import group_by_partition, partition_path
 from .schema import TableSchema
+from .write_buffer import (
+    RUN_BATCH_ROWS,
+    SpillDirectory,
+    iter_run,
+    iter_slices,
+    merge_runs,
+    remove_files,
+    write_run,
+)
 
 FILE_SOURCE_APPEND = 0
 FILE_SOURCE_COMPACT = 1
@@ -46,23 +56,82 @@ class CommitMessage:
     new_files: tuple[DataFileMeta, ...]
     deleted_files: tuple[DataFileMeta, ...] = ()
     changelog_files: tuple[DataFileMeta, ...] = ()
+    # what the writer's own compaction did; committed as a separate COMPACT snapshot
+    compact_before: tuple[DataFileMeta, ...] = ()
+    compact_after: tuple[DataFileMeta, ...] = ()
+    compact_changelog: tuple[DataFileMeta, ...] = ()
 
     def is_empty(self) -> bool:
-        return not self.new_files and not self.deleted_files and not self.changelog_files
+        return not (self.new_files or self.deleted_files or self.changelog_files or self.has_compaction)
+
+    @property
+    def has_compaction(self) -> bool:
+        return bool(self.compact_before or self.compact_after or self.compact_changelog)
+
+    def all_written_files(self) -> tuple[DataFileMeta, ...]:
+        """Files this message's writer created (for clean-up of a commit known to have failed)."""
+        before = {f.file_name for f in self.compact_before} | {f.file_name for f in self.deleted_files}
+        fresh = tuple(f for f in (*self.new_files, *self.compact_after) if f.file_name not in before)
+        return (*fresh, *self.changelog_files, *self.compact_changelog)
 
 
 @dataclass(slots=True)
 class _Group:
-    """Rows routed to one (partition, bucket): row indices into the written tables, not copies."""
+    """The buffered rows of one (partition, bucket), in arrival order, and its spilled runs."""
 
     partition: tuple[object, ...]
     bucket: int
-    parts: list[tuple[pa.Table, np.ndarray]] = field(default_factory=list)
+    tables: list[pa.Table] = field(default_factory=list)
     kinds: list[np.ndarray] = field(default_factory=list)
+    sequences: list[np.ndarray] = field(default_factory=list)
+    nbytes: int = 0
+    spills: list[str] = field(default_factory=list)
 
     @property
     def row_count(self) -> int:
         return sum(len(k) for k in self.kinds)
+
+
+@dataclass(slots=True)
+class _BucketState:
+    """What a writer knows of one bucket across flushes and commits: its live files (restored
+    from the snapshot the writer started from, plus its own) and what is not committed yet."""
+
+    files: list[DataFileMeta]
+    new_files: list[DataFileMeta] = field(default_factory=list)
+    changelog: list[DataFileMeta] = field(default_factory=list)
+    compact_before: list[DataFileMeta] = field(default_factory=list)
+    compact_after: list[DataFileMeta] = field(default_factory=list)
+    compact_changelog: list[DataFileMeta] = field(default_factory=list)
+    total_buckets: int = -1
+
+    def take_message(self, partition: tuple[object, ...], bucket: int) -> CommitMessage:
+        message = CommitMessage(partition=partition, bucket=bucket, total_buckets=self.total_buckets,
+                                new_files=tuple(self.new_files), changelog_files=tuple(self.changelog),
+                                compact_before=tuple(self.compact_before), compact_after=tuple(self.compact_after),
+                                compact_changelog=tuple(self.compact_changelog))
+        self.new_files, self.changelog = [], []
+        self.compact_before, self.compact_after, self.compact_changelog = [], [], []
+        return message
+
+    def apply_compaction(self, before: Sequence[DataFileMeta], after: Sequence[DataFileMeta],
+                         changelog: Sequence[DataFileMeta]) -> list[DataFileMeta]:
+        """Record a compaction; returns files it made obsolete that nothing committed knows (to delete)."""
+        gone = {(f.file_name, f.level) for f in before}
+        self.files = [f for f in self.files if (f.file_name, f.level) not in gone] + list(after)
+        mine = {(f.file_name, f.level) for f in self.compact_after}
+        obsolete = []
+        originals = {f.file_name for f in self.compact_before} | {f.file_name for f in self.new_files}
+        for f in before:
+            if (f.file_name, f.level) in mine:  # written (or upgraded) by an earlier compaction of ours
+                self.compact_after = [g for g in self.compact_after if (g.file_name, g.level) != (f.file_name, f.level)]
+                if f.file_name not in originals and not any(g.file_name == f.file_name for g in after):
+                    obsolete.append(f)
+            else:
+                self.compact_before.append(f)
+        self.compact_after += list(after)
+        self.compact_changelog += list(changelog)
+        return obsolete
 
 
 def to_arrow_table(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> pa.Table:
@@ -153,12 +222,21 @@ class TableWrite:
     """Buffers rows of one table and turns them into data files and commit messages.
 
     Not thread-safe; one writer per task. ``write`` may be called many times; ``prepare_commit``
-    writes everything buffered and returns the messages (the writer can then be reused).
+    writes everything buffered and returns the messages (the writer can then be reused: it keeps
+    what it knows of each bucket it wrote).
+
+    Memory: rows wait in a buffer bounded by ``write-buffer-size``. When it is full, the largest
+    bucket's rows are sorted, folded and spilled to local disk as a sorted run
+    (``write-buffer-spillable``, the default) or written as level-0 files; spilled runs are merged
+    k-way when the bucket is flushed. Writers that are not ``write-only`` then compact the buckets
+    they wrote (Paimon's universal compaction, or a full compaction with
+    ``full-compaction.delta-commits``), and wait for compaction during the write once a bucket
+    has ``num-sorted-run.stop-trigger`` sorted runs.
     """
 
     def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
                  next_sequence: dict[tuple[tuple[object, ...], int], int] | None = None,
-                 sequence_lookup=None) -> None:
+                 sequence_lookup=None, restore=None, compactor_factory=None, spill_dir: str | None = None) -> None:
         options.require_supported_for_write()
         self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
         self._arrow_schema = schema.arrow_schema()
@@ -173,23 +251,67 @@ class TableWrite:
                                      "an append table with fixed buckets needs 'bucket-key'")
         self._bucket_keys = list(schema.bucket_keys) if self._bucket > 0 else []
         self._groups: dict[tuple[tuple[object, ...], int], _Group] = {}
+        self._buffered = 0
         self._sequence_lookup = sequence_lookup  # (partition, bucket) -> next sequence number
+        self._restore = restore  # (partition, bucket) -> live files of the snapshot the writer started from
+        self._compactor_factory = compactor_factory  # TableWrite -> BucketCompactor (None: never compact)
+        self._compactor = None
+        self._states: dict[tuple[tuple[object, ...], int], _BucketState] = {}
         self._next_sequence = dict(next_sequence or {})
         self._file_counter = 0
         self._merge_spec = merge_spec_for(schema, options, keep_deletes=True) if self._is_pk else None
         self._counter_lock = threading.Lock()  # files are written by a thread pool
         self._writer_id = str(uuid.uuid4())
+        self._spill_dir = SpillDirectory(spill_dir)
+        self.spilled_runs = 0  # observability: sorted runs spilled to local disk so far
+        self.spilled_bytes = 0
+
+    @property
+    def compacts(self) -> bool:
+        return self._is_pk and not self._options.write_only and self._compactor_factory is not None
 
     # -- routing -----------------------------------------------------------------------------
 
     def write(self, data, *, row_kinds=None) -> None:
         """Validate ``data`` against the schema and buffer it by (partition, bucket).
 
-        Raises SchemaError (wrong/missing/extra columns, impossible casts) or DataError (null in a
-        NOT NULL or primary-key column, unknown row kind, retractions into an append table); on
-        error nothing of ``data`` is buffered.
+        ``data`` is a pyarrow Table or RecordBatch (validated whole: on error nothing of it is
+        buffered) or an iterable / RecordBatchReader of batches (streamed: each batch is validated
+        and buffered in turn, so memory stays bounded by the write buffer). Raises SchemaError
+        (wrong/missing/extra columns, impossible casts) or DataError (null in a NOT NULL or
+        primary-key column, unknown row kind, retractions into an append table).
         """
-        table = conform(to_arrow_table(data), self._arrow_schema, self._schema.primary_keys)
+        if isinstance(data, (pa.Table, pa.RecordBatch)):
+            self._write_table(to_arrow_table(data), row_kinds)
+            return
+        if isinstance(data, pa.RecordBatchReader):
+            batches: Iterable = data
+        else:
+            try:
+                batches = iter(data)
+            except TypeError:
+                raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches, "
+                                  f"not {type(data).__name__}") from None
+        if row_kinds is not None and not isinstance(row_kinds, str):
+            self._write_table(to_arrow_table(list(batches)), row_kinds)  # per-row kinds need the whole input
+            return
+        first: pa.Schema | None = None
+        for batch in batches:
+            if not isinstance(batch, (pa.RecordBatch, pa.Table)):
+                raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches")
+            if first is None:
+                first = batch.schema
+            elif not batch.schema.equals(first):
+                differ = sorted({f.name for f in batch.schema} ^ {f.name for f in first}
+                                | {f.name for f in batch.schema if f.name in first.names
+                                   and first.field(f.name).type != f.type})
+                raise SchemaError(f"the record batches do not share one schema; columns {differ} differ")
+            self._write_table(to_arrow_table(batch), row_kinds)
+        if first is None:
+            raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches")
+
+    def _write_table(self, data: pa.Table, row_kinds) -> None:
+        table = conform(data, self._arrow_schema, self._schema.primary_keys)
         if table.num_rows == 0:
             return
         kinds = _row_kinds(table, row_kinds, self._options.rowkind_field)
@@ -217,6 +339,7 @@ class TableWrite:
             for chunk in np.split(order, cuts):
                 selected = rows[chunk]
                 self._add(values, int(row_buckets[chunk[0]]), table, selected, kinds[selected])
+        self._relieve_memory()
 
     def _add(self, partition: tuple[object, ...], bucket: int, table: pa.Table, rows: np.ndarray,
              kinds: np.ndarray) -> None:
@@ -224,60 +347,233 @@ class TableWrite:
         slot = self._groups.get(key)
         if slot is None:
             slot = self._groups[key] = _Group(partition, bucket)
-        slot.parts.append((table, rows))
+        part = table if len(rows) == table.num_rows else table.take(pa.array(rows))
+        first = self._take_sequence(key, len(rows))
+        slot.tables.append(part)
         slot.kinds.append(kinds)
+        slot.sequences.append(np.arange(first, first + len(rows), dtype=np.int64))
+        size = part.nbytes if part is not table else table.nbytes
+        slot.nbytes += size
+        self._buffered += size
+
+    def _take_sequence(self, key: tuple[tuple[object, ...], int], count: int) -> int:
+        if key not in self._next_sequence:
+            self._next_sequence[key] = self._sequence_lookup(*key) if self._sequence_lookup else 0
+        first = self._next_sequence[key]
+        self._next_sequence[key] = first + count
+        return first
+
+    def _relieve_memory(self) -> None:
+        """Spill (or flush) the largest buckets until the buffer fits ``write-buffer-size``."""
+        limit = self._options.write_buffer_size
+        while self._buffered > limit and self._groups:
+            group = max(self._groups.values(), key=lambda g: g.nbytes)
+            if group.nbytes == 0:
+                break
+            if self._is_pk and self._options.write_buffer_spillable:
+                self._spill(group)
+            else:
+                self._flush_group(group)
+
+    # -- spilling ----------------------------------------------------------------------------
+
+    def _take_buffer(self, group: _Group) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """The group's buffered rows (arrival order), kinds and sequence numbers; empties the buffer."""
+        table = group.tables[0] if len(group.tables) == 1 else pa.concat_tables(group.tables).combine_chunks()
+        kinds, sequence = np.concatenate(group.kinds), np.concatenate(group.sequences)
+        self._buffered -= group.nbytes
+        group.tables, group.kinds, group.sequences, group.nbytes = [], [], [], 0
+        return table, kinds, sequence
+
+    def _sorted_run(self, group: _Group) -> pa.Table | None:
+        """Sort and fold the buffered rows into one key-unique run with the system columns
+        (writing the 'input' changelog of the raw rows on the way)."""
+        if not group.kinds:
+            return None
+        source, kinds, sequence = self._take_buffer(group)
+        rows = np.arange(source.num_rows, dtype=np.int64)
+        order, last = self._sort_and_fold(source, rows)
+        if self._options.changelog_producer is ChangelogProducer.INPUT:
+            # 'input': every input row, sorted by key and sequence, unfolded (Paimon writes the
+            # write buffer as it is before merging it)
+            state = self._state(group.partition, group.bucket)
+            state.changelog += self._write_files(group, source.take(pa.array(order)), kinds[order], sequence[order],
+                                                 prefix=self._options.changelog_file_prefix)
+        if self._merge_spec is None:  # deduplicate: the newest row of each key, already found
+            positions = order if last is None else order[last]
+            table = source.take(pa.array(positions))
+            kinds, sequence = kinds[positions], sequence[positions]
+            return _with_system(table, sequence, kinds)
+        ordered = _with_system(source.take(pa.array(order)), sequence[order], kinds[order])
+        return merge(ordered, self._pk, self._merge_spec)
+
+    def _spill(self, group: _Group) -> None:
+        run = self._sorted_run(group)
+        if run is None:
+            return
+        path = self._spill_dir.new_file()
+        self.spilled_bytes += write_run(path, run)
+        self.spilled_runs += 1
+        group.spills.append(path)
+        if len(group.spills) >= self._options.local_sort_max_handles:
+            merged_path = self._spill_dir.new_file()
+            chunks = self._merge_spills(group.spills, None)
+            first = next(chunks, None)
+            if first is not None:
+                with pa.OSFile(merged_path, "wb") as sink, pa.ipc.new_file(
+                        sink, first.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as out:
+                    for chunk in (first, *chunks):
+                        out.write_table(chunk, max_chunksize=RUN_BATCH_ROWS)
+            remove_files(group.spills)
+            group.spills = [merged_path]
+
+    def _merge_spills(self, spills: Sequence[str], memory: pa.Table | None) -> Iterator[pa.Table]:
+        """Folded chunks of the k-way merge of spilled runs (oldest first) and the in-memory run."""
+        runs: list[Iterable[pa.Table]] = [iter_run(p) for p in spills]
+        if memory is not None and memory.num_rows:
+            runs.append(iter_slices(memory))
+        sequence_fields = list(self._options.sequence_field or ())
+        for chunk in merge_runs(runs, self._pk, sequence_fields, self._options.sequence_descending):
+            if self._merge_spec is None:
+                keep = last_per_key(chunk.select(self._pk), self._pk)
+                yield chunk if keep.all() else chunk.filter(pa.array(keep))
+            else:
+                yield merge(chunk, self._pk, self._merge_spec)
 
     # -- flushing ----------------------------------------------------------------------------
 
-    def prepare_commit(self) -> list[CommitMessage]:
-        """Write every buffered group as data files; return one message per (partition, bucket)."""
+    def _state(self, partition: tuple[object, ...], bucket: int) -> _BucketState:
+        key = (partition, bucket)
+        state = self._states.get(key)
+        if state is None:
+            files = list(self._restore(partition, bucket)) if (self._restore is not None and self.compacts) else []
+            state = self._states[key] = _BucketState(files=files, total_buckets=self._bucket if self._bucket > 0 else -1)
+        return state
+
+    def _flush_group(self, group: _Group) -> None:
+        """Write the group's buffered and spilled rows as level-0 files (one sorted run)."""
+        state = self._state(group.partition, group.bucket)
+        if not self._is_pk:
+            if group.kinds:
+                table, kinds, sequence = self._take_buffer(group)
+                state.new_files += self._write_files(group, table, kinds, sequence,
+                                                     prefix=self._options.data_file_prefix)
+            return
+        memory = self._sorted_run(group)
+        if group.spills:
+            files = self._write_stream(group, self._merge_spills(group.spills, memory))
+            remove_files(group.spills)
+            group.spills = []
+        elif memory is not None:
+            files = self._write_files(group, memory.select(self._arrow_schema.names),
+                                      memory.column(df.VALUE_KIND).to_numpy().astype(np.int8),
+                                      memory.column(df.SEQUENCE_NUMBER).to_numpy(),
+                                      prefix=self._options.data_file_prefix)
+        else:
+            return
+        state.new_files += files
+        state.files += files
+        if self.compacts and self._compactor_of().sorted_runs(state.files) > self._options.num_sorted_run_stop_trigger:
+            self._compact(group.partition, group.bucket, full=False)  # back-pressure: wait for compaction
+
+    def _write_stream(self, group: _Group, chunks: Iterable[pa.Table]) -> list[DataFileMeta]:
+        """Write sorted chunks as level-0 files rolled at ``target-file-size``."""
+        target = self._options.target_file_size_for(self._is_pk)
+        files: list[DataFileMeta] = []
+        held: list[pa.Table] = []
+        held_bytes = 0
+
+        def emit() -> None:
+            table = pa.concat_tables(held).combine_chunks()
+            files.extend(self._write_files(group, table.select(self._arrow_schema.names),
+                                           table.column(df.VALUE_KIND).to_numpy().astype(np.int8),
+                                           table.column(df.SEQUENCE_NUMBER).to_numpy(),
+                                           prefix=self._options.data_file_prefix))
+
+        for chunk in chunks:
+            if chunk.num_rows == 0:
+                continue
+            held.append(chunk)
+            held_bytes += chunk.nbytes
+            if held_bytes >= target:
+                emit()
+                held, held_bytes = [], 0
+        if held:
+            emit()
+        return files
+
+    def _compactor_of(self):
+        if self._compactor is None:
+            self._compactor = self._compactor_factory(self)
+        return self._compactor
+
+    def _compact(self, partition: tuple[object, ...], bucket: int, *, full: bool) -> None:
+        state = self._state(partition, bucket)
+        result = self._compactor_of().compact(partition, bucket, state.total_buckets, state.files, full=full)
+        if result is None:
+            return
+        obsolete = state.apply_compaction(result.before, result.after, result.changelog)
+        directory = self.bucket_dir(partition, bucket)
+        for f in obsolete:
+            with contextlib.suppress(Exception):
+                self._file_io.delete(join(directory, f.file_name))
+
+    def flush(self) -> None:
+        """Write every buffered row as level-0 files now (``prepare_commit`` does this too)."""
         groups = list(self._groups.values())
-        self._groups = {}
-        starts = {}
-        for g in groups:
-            key = (g.partition, g.bucket)
-            if key not in self._next_sequence:
-                self._next_sequence[key] = self._sequence_lookup(*key) if self._sequence_lookup else 0
-            starts[key] = self._next_sequence[key]
-            self._next_sequence[key] += g.row_count
+        if not groups:
+            return
         with ThreadPoolExecutor(max_workers=2) as pool:
-            messages = list(pool.map(lambda g: self._flush(g, starts[(g.partition, g.bucket)]), groups))
+            list(pool.map(self._flush_group, groups))
+        self._groups = {}
+
+    def compact(self, partition: tuple[object, ...], bucket: int, *, full: bool = False) -> None:
+        """Compact one bucket as part of this writer's next commit (Paimon's ``TableWrite.compact``)."""
+        if not self._is_pk:
+            raise UnsupportedError("writer compaction of append tables is not supported; use Table.compact")
+        if self._compactor_factory is None:
+            raise UnsupportedError("this writer was created without a compactor")
+        self._compact(partition, bucket, full=full)
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Write everything buffered; compact what needs it (unless ``write-only``); return one
+        message per (partition, bucket) touched since the last ``prepare_commit``."""
+        touched = set(self._groups)
+        self.flush()
+        if self.compacts:
+            full = self._options.full_compaction_delta_commits is not None
+            for key in sorted(touched, key=lambda k: (str(k[0]), k[1])):
+                self._compact(*key, full=full)
+        messages = []
+        for key, state in self._states.items():
+            message = state.take_message(*key)
+            if not message.is_empty():
+                messages.append(message)
         return messages
 
-    def _flush(self, group: _Group, first_sequence: int) -> CommitMessage:
-        kinds = np.concatenate(group.kinds)
-        sequence = np.arange(first_sequence, first_sequence + len(kinds), dtype=np.int64)
-        if len(group.parts) == 1:
-            source, rows = group.parts[0]
-        else:  # several write() calls: gather once, then work on positions in the gathered table
-            source = pa.concat_tables([t.take(pa.array(r)) for t, r in group.parts]).combine_chunks()
-            rows = np.arange(source.num_rows, dtype=np.int64)
-        changelog: list[DataFileMeta] = []
-        if self._is_pk:
-            order, last = self._sort_and_fold(source, rows)
-            if self._options.changelog_producer is ChangelogProducer.INPUT:
-                # 'input': every input row, sorted by key and sequence, unfolded (Paimon writes the
-                # write buffer as it is before merging it).
-                changelog = self._write_files(group, source.take(pa.array(rows[order])), kinds[order], sequence[order],
-                                              prefix=self._options.changelog_file_prefix)
-            if self._merge_spec is None:  # deduplicate: the newest row of each key, already found
-                positions = order if last is None else order[last]
-                table = source.take(pa.array(rows[positions]))
-                kinds, sequence = kinds[positions], sequence[positions]
-            else:  # other merge engines fold the key's rows; level-0 files keep their deletes
-                ordered = source.take(pa.array(rows[order]))
-                ordered = ordered.append_column(df.SEQUENCE_NUMBER, pa.array(sequence[order], pa.int64()))
-                ordered = ordered.append_column(df.VALUE_KIND, pa.array(kinds[order], pa.int8()))
-                merged = merge(ordered, self._pk, self._merge_spec)
-                kinds = merged.column(df.VALUE_KIND).to_numpy().astype(np.int8)
-                sequence = merged.column(df.SEQUENCE_NUMBER).to_numpy()
-                table = merged.select(self._arrow_schema.names)
-        else:
-            table = source.take(pa.array(rows))
-        files = self._write_files(group, table, kinds, sequence, prefix=self._options.data_file_prefix)
-        total = self._bucket if self._bucket > 0 else -1
-        return CommitMessage(partition=group.partition, bucket=group.bucket, total_buckets=total,
-                             new_files=tuple(files), changelog_files=tuple(changelog))
+    def pending_messages(self) -> list[CommitMessage]:
+        """Files written but not yet handed out by ``prepare_commit`` (to clean up after a failure)."""
+        out = []
+        for (partition, bucket), state in self._states.items():
+            out.append(CommitMessage(partition=partition, bucket=bucket, total_buckets=state.total_buckets,
+                                     new_files=tuple(state.new_files), changelog_files=tuple(state.changelog),
+                                     compact_before=tuple(state.compact_before),
+                                     compact_after=tuple(state.compact_after),
+                                     compact_changelog=tuple(state.compact_changelog)))
+        return out
+
+    def write_rewritten(self, partition: tuple[object, ...], bucket: int, table: pa.Table, kinds: np.ndarray,
+                        sequence: np.ndarray, *, level: int) -> list[DataFileMeta]:
+        """Write rows a compaction produced (already sorted and merged, keeping their sequence
+        numbers) as files of ``level``, rolled at ``target-file-size``."""
+        return self._write_files(_Group(partition, bucket), table, kinds, sequence,
+                                 prefix=self._options.data_file_prefix, level=level, file_source=FILE_SOURCE_COMPACT)
+
+    def write_changelog(self, partition: tuple[object, ...], bucket: int, table: pa.Table, kinds: np.ndarray,
+                        sequence: np.ndarray) -> list[DataFileMeta]:
+        """Write changelog rows a compaction produced as changelog files."""
+        return self._write_files(_Group(partition, bucket), table, kinds, sequence,
+                                 prefix=self._options.changelog_file_prefix, file_source=FILE_SOURCE_COMPACT)
 
     def _write_files(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray, *,
                      prefix: str, level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> list[DataFileMeta]:
@@ -286,13 +582,6 @@ class TableWrite:
                              sequence[start:start + length], prefix=prefix, level=level, file_source=file_source)
             for start, length in self._roll(table)
         ]
-
-    def write_rewritten(self, partition: tuple[object, ...], bucket: int, table: pa.Table, kinds: np.ndarray,
-                        sequence: np.ndarray, *, level: int) -> list[DataFileMeta]:
-        """Write rows a compaction produced (already sorted and merged, keeping their sequence
-        numbers) as files of ``level``, rolled at ``target-file-size``."""
-        return self._write_files(_Group(partition, bucket), table, kinds, sequence,
-                                 prefix=self._options.data_file_prefix, level=level, file_source=FILE_SOURCE_COMPACT)
 
     def _sort_and_fold(self, source: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """The key order of ``rows`` (positions into it) and a mask of the last arrival of each key
@@ -396,7 +685,24 @@ class TableWrite:
         return bucket_directory(self._path, self._schema, self._options, partition, bucket)
 
     def close(self) -> None:
+        """Drop what is buffered and remove spill files (files already written stay: orphans
+        unless a committer commits their messages)."""
+        for group in self._groups.values():
+            remove_files(group.spills)
         self._groups = {}
+        self._buffered = 0
+        self._spill_dir.close()
+
+    def __enter__(self) -> TableWrite:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _with_system(table: pa.Table, sequence: np.ndarray, kinds: np.ndarray) -> pa.Table:
+    table = table.append_column(df.SEQUENCE_NUMBER, pa.array(sequence, pa.int64()))
+    return table.append_column(df.VALUE_KIND, pa.array(kinds, pa.int8()))
 
 
 def merge_spec_for(schema: TableSchema, options: CoreOptions, *, keep_deletes: bool):

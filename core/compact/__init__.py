@@ -12,10 +12,22 @@ files. The flow for one bucket, as in Paimon's ``MergeTreeCompactManager``::
 
 Lookup tables (``changelog-producer=lookup``, deletion vectors, ``first-row``) and
 ``compaction.force-up-level-0`` pick with :func:`pick_force_up_level0` instead of :func:`pick`.
+
+Append tables (:mod:`.append`) pick with :func:`pick_bucketed_minor` / :func:`pick_bucketed_full`
+per bucket, or :func:`plan_unaware` per partition of an unaware-bucket table, reading
+:class:`AppendCompactionOptions`.
 """
 
+from .append import (
+    FULL_COMPACT_MIN_FILE_NUM,
+    AppendCompactTask,
+    pick_bucketed_full,
+    pick_bucketed_minor,
+    plan_unaware,
+    sequence_order,
+)
 from .levels import KeyOf, KeyRange, Levels, LevelSortedRun, SortedRun, level0_order
-from .settings import CompactionOptions, EarlyFullCompaction, OffPeakHours
+from .settings import AppendCompactionOptions, CompactionOptions, EarlyFullCompaction, OffPeakHours
 from .tasks import (
     CompactStep,
     CompactTaskPlan,
@@ -42,6 +54,9 @@ from .universal import (
 )
 
 __all__ = [
+    "FULL_COMPACT_MIN_FILE_NUM",
+    "AppendCompactTask",
+    "AppendCompactionOptions",
     "CompactStep",
     "CompactTaskPlan",
     "CompactUnit",
@@ -65,10 +80,14 @@ __all__ = [
     "level0_order",
     "may_drop_delete",
     "pick",
+    "pick_bucketed_full",
+    "pick_bucketed_minor",
     "pick_for_size_amplification",
     "pick_for_size_ratio",
     "pick_force_up_level0",
     "pick_full_compaction",
     "plan_compact_task",
+    "plan_unaware",
+    "sequence_order",
     "try_early_full_compaction",
 ]

@@ -6,6 +6,10 @@ Keys and defaults are Paimon's (``CoreOptions``): ``num-sorted-run.compaction-tr
 -1 / -1 / 0, ``compaction.optimization-interval`` / ``compaction.total-size-threshold`` /
 ``compaction.incremental-size-threshold`` unset, ``target-file-size`` 128 MB (primary-key tables), ``compaction.small-file-ratio`` 0.7,
 ``compaction.force-up-level-0`` false, ``compaction.force-rewrite-all-files`` false.
+
+Append-table compaction (:class:`AppendCompactionOptions`) reads ``target-file-size`` (256 MB for
+append tables), ``compaction.small-file-ratio`` 0.7, ``compaction.min.file-num`` 5,
+``source.split.open-file-cost`` 4 MB and ``compaction.force-rewrite-all-files`` false.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from ..options import parse_bool, parse_duration_millis, parse_int, parse_memory
 
 PRIMARY_KEY_TARGET_FILE_SIZE = 128 << 20
 APPEND_TARGET_FILE_SIZE = 256 << 20
+SPLIT_OPEN_FILE_COST = 4 << 20
 
 T = TypeVar("T")
 
@@ -147,6 +152,65 @@ class CompactionOptions:
             force_up_level_0=get("compaction.force-up-level-0", parse_bool, False),
             force_rewrite_all_files=get("compaction.force-rewrite-all-files", parse_bool, False),
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppendCompactionOptions:
+    """What append-table compaction planning reads from the table options (:mod:`.append`).
+
+    ``min_file_num`` (``compaction.min.file-num``) is the number of files a bucketed minor
+    compaction waits for, and the fewest files an unaware-bucket leftover bin is compacted with;
+    ``open_file_cost`` (``source.split.open-file-cost``) is added to every file's size when
+    unaware-bucket bins are filled; ``force_rewrite_all_files``
+    (``compaction.force-rewrite-all-files``) makes a bucketed full compaction rewrite every file.
+    """
+
+    target_file_size: int = APPEND_TARGET_FILE_SIZE
+    small_file_ratio: float = 0.7
+    min_file_num: int = 5
+    open_file_cost: int = SPLIT_OPEN_FILE_COST
+    force_rewrite_all_files: bool = False
+
+    def __post_init__(self) -> None:
+        if self.target_file_size <= 0:
+            raise InvalidOptionError("target-file-size", self.target_file_size, "must be positive")
+        if not self.small_file_ratio > 0:
+            raise InvalidOptionError("compaction.small-file-ratio", self.small_file_ratio, "must be > 0")
+        if self.min_file_num < 1:
+            raise InvalidOptionError("compaction.min.file-num", self.min_file_num, "must be >= 1")
+        if self.open_file_cost < 0:
+            raise InvalidOptionError("source.split.open-file-cost", self.open_file_cost, "must be >= 0")
+
+    @property
+    def compaction_file_size(self) -> int:
+        """Files smaller than this are compaction candidates (``CoreOptions.compactionFileSize(false)``).
+
+        ``target-file-size × compaction.small-file-ratio``, truncated to whole bytes as Java's ``(long)`` cast.
+        """
+        return int(self.target_file_size * self.small_file_ratio)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> AppendCompactionOptions:
+        """Parse Paimon's option keys with Paimon's append-table defaults.
+
+        Raises :class:`InvalidOptionError` naming the key when a value is malformed or out of range.
+        """
+        return cls(
+            target_file_size=_get(options, "target-file-size", parse_memory_size, APPEND_TARGET_FILE_SIZE),
+            small_file_ratio=_get(options, "compaction.small-file-ratio", _parse_float, 0.7),
+            min_file_num=_get(options, "compaction.min.file-num", parse_int, 5),
+            open_file_cost=_get(options, "source.split.open-file-cost", parse_memory_size, SPLIT_OPEN_FILE_COST),
+            force_rewrite_all_files=_get(options, "compaction.force-rewrite-all-files", parse_bool, False),
+        )
+
+
+def _get(options: Mapping[str, str], key: str, parse: Callable[[str], T], default: T) -> T:
+    if key not in options:
+        return default
+    try:
+        return parse(options[key])
+    except ValueError as exc:
+        raise InvalidOptionError(key, options[key], str(exc)) from exc
 
 
 def _parse_float(text: str) -> float:

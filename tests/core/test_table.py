@@ -402,12 +402,13 @@ def test_full_compaction_rewrites_buckets_into_one_top_level_run(catalog):
     t.write(kv([1], ["a"]), row_kinds="-D")
     before = rows(t)
     result = t.compact(full=True, commit_user="maint", commit_identifier=1)
-    assert result.snapshot_id == 4 and result.output_level == 5 and result.rows_written == len(before)
+    # files that overlap nothing and hold no retractions are upgraded (metadata only), not rewritten
+    assert result.snapshot_id == 4 and result.output_level == 5 and 0 < result.rows_written <= len(before)
     assert result.files_read > result.files_written
     snap = t.latest_snapshot()
     assert snap.commit_kind.value == "COMPACT" and snap.total_record_count == len(before)
     files = t.system_table("files")
-    assert set(files.column("level").to_pylist()) == {5} and set(files.column("file_source").to_pylist()) == {"COMPACT"}
+    assert set(files.column("level").to_pylist()) == {5} and "COMPACT" in files.column("file_source").to_pylist()
     assert rows(t) == before
     assert [r["id"] for r in rows(t, snapshot_id=3)] == [r["id"] for r in before]
     again = t.compact(full=True, commit_user="maint", commit_identifier=1)
@@ -442,7 +443,7 @@ def test_full_compaction_of_an_append_table_and_its_conflict(catalog):
 
 
 def test_minor_compaction_follows_universal_picking(catalog):
-    t = catalog.create_table("db.minor", KV, primary_keys=["id", "dt"], options={"bucket": "1"})
+    t = catalog.create_table("db.minor", KV, primary_keys=["id", "dt"], options={"bucket": "1", "write-only": "true"})
     for i in range(4):
         t.write(kv([i, i + 10], ["a", "a"]))
     assert t.compact(full=False).snapshot_id is None  # 4 runs < num-sorted-run.compaction-trigger (5)
