@@ -15,10 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import numpy as np
-
 from .commit import BATCH_COMMIT_IDENTIFIER
-from .errors import CommitOutcomeUnknownError, SchemaError, UnsupportedError
+from .errors import CommitOutcomeUnknownError, SchemaError
 from .predicate import Predicate, col
 from .read import Split
 from .snapshot import CommitKind
@@ -90,23 +88,45 @@ def full_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None 
         return done
     if table.primary_keys:
         return _compact_primary_key(table, committer, identifier, splits, full=True)
-    todo = [s for s in splits if len(s.files) > 1]
-    if not todo:
-        return CompactionResult(snapshot_id=None)
-    reader, writer = table._reader(), table.new_write()
+    return _compact_append(table, committer, identifier, splits, full=True)
 
-    def rewrite(split: Split) -> CommitMessage:
-        values = reader.read_split(split)
-        kinds = np.zeros(values.num_rows, dtype=np.int8)
-        first = min(f.min_sequence_number for f in split.files)
-        sequence = np.arange(first, first + values.num_rows, dtype=np.int64)
-        new_files = writer.write_rewritten(split.partition, split.bucket, values.combine_chunks(), kinds, sequence,
-                                           level=0)
+
+def _compact_append(table, committer, identifier: int, splits: Sequence[Split], *, full: bool) -> CompactionResult:
+    """Bucketed tables: Paimon's per-bucket pick (full or sliding window). Unaware-bucket tables
+    (``bucket = -1``): small files bin-packed per partition; a leftover bin is compacted once it
+    has ``compaction.min.file-num`` files, or two with ``full``."""
+    from .append_compact import AppendCompactor
+    from .compact import plan_unaware
+
+    compactor = AppendCompactor(table)
+    if table.options.bucket > 0:
+        jobs = [(s, None) for s in splits]
+    else:
+        s = compactor.settings
+        by_partition = {split.partition: split for split in splits}
+        tasks = plan_unaware({p: split.files for p, split in by_partition.items()},
+                             target_file_size=s.target_file_size, compaction_file_size=s.compaction_file_size,
+                             open_file_cost=s.open_file_cost,
+                             # a full compaction also sweeps the leftover small files Paimon's batch
+                             # coordinator leaves behind (apache/paimon#5130)
+                             min_file_num=2 if full else s.min_file_num)
+        jobs = [(by_partition[t.partition], t.files) for t in tasks]
+
+    def run(job) -> CommitMessage | None:
+        split, files = job
+        if files is None:
+            done = compactor.compact(split.partition, split.bucket, split.total_buckets, split.files, full=full)
+        else:
+            done = compactor.rewrite(split.partition, split.bucket, split.total_buckets, files)
+        if done is None:
+            return None
         return CommitMessage(partition=split.partition, bucket=split.bucket, total_buckets=split.total_buckets,
-                             new_files=tuple(new_files), deleted_files=split.files)
+                             new_files=done.after, deleted_files=done.before)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        messages = list(pool.map(rewrite, todo))
+        messages = [m for m in pool.map(run, jobs) if m is not None]
+    if not messages:
+        return CompactionResult(snapshot_id=None)
     return _commit_compaction(table, committer, messages, identifier, 0)
 
 
@@ -172,11 +192,11 @@ def minor_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None
     Retractions are dropped only when nothing older can exist below the output level. Buckets
     that need nothing are left alone.
     """
-    if not table.primary_keys:
-        raise UnsupportedError("minor compaction of append tables is not supported yet; use full=True")
     committer, identifier, splits, done = _start(table, partitions, buckets, commit_user, commit_identifier)
     if done is not None:
         return done
+    if not table.primary_keys:
+        return _compact_append(table, committer, identifier, splits, full=False)
     return _compact_primary_key(table, committer, identifier, splits, full=False)
 
 

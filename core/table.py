@@ -107,13 +107,18 @@ class Table:
             return max((f.max_sequence_number for f in files), default=-1) + 1
 
         def compactor(writer: TableWrite):
+            if not self.primary_keys:
+                from .append_compact import AppendCompactor
+
+                return AppendCompactor(self, writer=writer)
             from .lsm import BucketCompactor
 
             return BucketCompactor(self, writer=writer)
 
+        compacting = bool(self.primary_keys) or self.options.bucket > 0  # unaware-bucket writers never compact
         return TableWrite(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
                           sequence_lookup=next_sequence, restore=restore,
-                          compactor_factory=compactor if self.primary_keys else None, spill_dir=spill_dir)
+                          compactor_factory=compactor if compacting else None, spill_dir=spill_dir)
 
     def new_commit(self, commit_user: str | None = None) -> TableCommit:
         """A committer for messages of :meth:`new_write` (one per job, on the driver)."""

@@ -268,7 +268,7 @@ class TableWrite:
 
     @property
     def compacts(self) -> bool:
-        return self._is_pk and not self._options.write_only and self._compactor_factory is not None
+        return not self._options.write_only and self._compactor_factory is not None
 
     # -- routing -----------------------------------------------------------------------------
 
@@ -456,8 +456,9 @@ class TableWrite:
         if not self._is_pk:
             if group.kinds:
                 table, kinds, sequence = self._take_buffer(group)
-                state.new_files += self._write_files(group, table, kinds, sequence,
-                                                     prefix=self._options.data_file_prefix)
+                files = self._write_files(group, table, kinds, sequence, prefix=self._options.data_file_prefix)
+                state.new_files += files
+                state.files += files
             return
         memory = self._sorted_run(group)
         if group.spills:
@@ -529,8 +530,6 @@ class TableWrite:
 
     def compact(self, partition: tuple[object, ...], bucket: int, *, full: bool = False) -> None:
         """Compact one bucket as part of this writer's next commit (Paimon's ``TableWrite.compact``)."""
-        if not self._is_pk:
-            raise UnsupportedError("writer compaction of append tables is not supported; use Table.compact")
         if self._compactor_factory is None:
             raise UnsupportedError("this writer was created without a compactor")
         self._compact(partition, bucket, full=full)

@@ -460,8 +460,6 @@ def test_minor_compaction_follows_universal_picking(catalog):
     assert again.snapshot_id is not None and rows(t) == sorted(before + [
         {"id": 100 + i, "dt": "a", "name": f"n{100 + i}", "amount": float(100 + i)} for i in range(5)],
         key=lambda r: tuple(str(v) for v in r.values()))
-    with pytest.raises(UnsupportedError):
-        catalog.create_table("db.app", pa.schema([("n", pa.int64())])).compact(full=False)
 
 
 ENGINE_SCHEMA = pa.schema([pa.field("k", pa.int32(), nullable=False), ("price", pa.float64()), ("count", pa.int64()),
