@@ -150,7 +150,7 @@ def stats_row(ranges: Sequence[ColumnRange], types: Sequence[pa.DataType], mode:
 # writing and reading
 
 
-def _dictionary_columns(table: pa.Table, always: set[str]) -> list[str]:
+def dictionary_columns(table: pa.Table, always: set[str]) -> list[str]:
     """Columns worth dictionary-encoding: constants and low-cardinality columns (sampled)."""
     chosen = []
     sample_size = min(table.num_rows, 8192)
@@ -183,7 +183,7 @@ def encode_file(
             table.schema,
             compression=codec,
             compression_level=zstd_level if codec == "zstd" else None,
-            use_dictionary=_dictionary_columns(table, dictionary_hint),
+            use_dictionary=dictionary_columns(table, dictionary_hint),
             write_statistics=True,
             store_schema=True,
         )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from . import data_file as df
 from .binary_row import serialize_row
@@ -478,29 +479,33 @@ class TableWrite:
             self._compact(group.partition, group.bucket, full=False)  # back-pressure: wait for compaction
 
     def _write_stream(self, group: _Group, chunks: Iterable[pa.Table]) -> list[DataFileMeta]:
-        """Write sorted chunks as level-0 files rolled at ``target-file-size``."""
+        """Write sorted chunks (values + system columns) as level-0 files, rolled when the
+        encoded file reaches ``target-file-size``. Parquet files are encoded incrementally, one
+        row group at a time, so memory stays at a row group plus the compressed bytes."""
         target = self._options.target_file_size_for(self._is_pk)
         files: list[DataFileMeta] = []
-        held: list[pa.Table] = []
-        held_bytes = 0
-
-        def emit() -> None:
-            table = pa.concat_tables(held).combine_chunks()
-            files.extend(self._write_files(group, table.select(self._arrow_schema.names),
+        if self._options.file_format != "parquet":
+            held = [c for c in chunks if c.num_rows]
+            if held:
+                table = pa.concat_tables(held).combine_chunks()
+                files += self._write_files(group, table.select(self._arrow_schema.names),
                                            table.column(df.VALUE_KIND).to_numpy().astype(np.int8),
                                            table.column(df.SEQUENCE_NUMBER).to_numpy(),
-                                           prefix=self._options.data_file_prefix))
-
+                                           prefix=self._options.data_file_prefix)
+            return files
+        current: _ParquetStream | None = None
         for chunk in chunks:
             if chunk.num_rows == 0:
                 continue
-            held.append(chunk)
-            held_bytes += chunk.nbytes
-            if held_bytes >= target:
-                emit()
-                held, held_bytes = [], 0
-        if held:
-            emit()
+            if current is None:
+                current = _ParquetStream(self, group, self._options.data_file_prefix)
+            current.add(chunk.select(self._arrow_schema.names), chunk.column(df.VALUE_KIND).to_numpy().astype(np.int8),
+                        chunk.column(df.SEQUENCE_NUMBER).to_numpy())
+            if current.size() >= target:
+                files.append(current.finish())
+                current = None
+        if current is not None:
+            files.append(current.finish())
         return files
 
     def _compactor_of(self):
@@ -524,8 +529,12 @@ class TableWrite:
         groups = list(self._groups.values())
         if not groups:
             return
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            list(pool.map(self._flush_group, groups))
+        if any(g.spills for g in groups) or 2 * self._buffered > self._options.write_buffer_size:
+            for group in groups:  # near the memory bound: one bucket at a time
+                self._flush_group(group)
+        else:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                list(pool.map(self._flush_group, groups))
         self._groups = {}
 
     def compact(self, partition: tuple[object, ...], bucket: int, *, full: bool = False) -> None:
@@ -605,65 +614,76 @@ class TableWrite:
         rows_per_file = max(int(target / per_row), 1)
         return [(s, min(rows_per_file, n - s)) for s in range(0, n, rows_per_file)]
 
-    def _write_file(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray, *,
-                    prefix: str, level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
-        options = self._options
-        fmt = options.file_format
+    def _new_name(self, prefix: str) -> str:
         with self._counter_lock:
             self._file_counter += 1
             counter = self._file_counter
-        name = f"{prefix}{self._writer_id}-{counter}.{df.extension(fmt)}"
-        if self._is_pk:
-            key_columns = [table.column(k) for k in self._pk]
-            physical = pa.Table.from_arrays(
-                [*key_columns, pa.array(sequence, pa.int64()), pa.array(kinds, pa.int8()), *table.columns],
-                schema=pa.schema([
-                    *(pa.field(df.KEY_PREFIX + k, c.type, nullable=False) for k, c in zip(self._pk, key_columns, strict=True)),
-                    pa.field(df.SEQUENCE_NUMBER, pa.int64(), nullable=False),
-                    pa.field(df.VALUE_KIND, pa.int8(), nullable=False),
-                    *table.schema,
-                ]),
-            )
-        else:
-            physical = table
-        payload, footer = df.encode_file(physical, fmt, compression=options.file_compression,
-                                         zstd_level=options.zstd_level,
+        return f"{prefix}{self._writer_id}-{counter}.{df.extension(self._options.file_format)}"
+
+    def _physical(self, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> pa.Table:
+        """The stored layout: ``_KEY_<k>`` columns, sequence number and row kind, then the values
+        (primary-key tables); the values alone (append tables)."""
+        if not self._is_pk:
+            return table
+        key_columns = [table.column(k) for k in self._pk]
+        return pa.Table.from_arrays(
+            [*key_columns, pa.array(sequence, pa.int64()), pa.array(kinds, pa.int8()), *table.columns],
+            schema=pa.schema([
+                *(pa.field(df.KEY_PREFIX + k, c.type, nullable=False) for k, c in zip(self._pk, key_columns, strict=True)),
+                pa.field(df.SEQUENCE_NUMBER, pa.int64(), nullable=False),
+                pa.field(df.VALUE_KIND, pa.int8(), nullable=False),
+                *table.schema,
+            ]),
+        )
+
+    def _write_file(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray, *,
+                    prefix: str, level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
+        options = self._options
+        name = self._new_name(prefix)
+        payload, footer = df.encode_file(self._physical(table, kinds, sequence), options.file_format,
+                                         compression=options.file_compression, zstd_level=options.zstd_level,
                                          dictionary_hint={df.VALUE_KIND, *self._partition_keys})
-        directory = self.bucket_dir(group.partition, group.bucket)
-        self._file_io.write_bytes(join(directory, name), payload)
-        value_names = table.column_names
-        value_types = [f.type for f in table.schema]
+        self._file_io.write_bytes(join(self.bucket_dir(group.partition, group.bucket), name), payload)
         if footer is not None:
-            ranges = df.ranges_from_parquet(footer, value_names, value_types)
+            ranges = df.ranges_from_parquet(footer, table.column_names, [f.type for f in table.schema])
         else:
-            ranges = df.ranges_from_table(table, value_names)
+            ranges = df.ranges_from_table(table, table.column_names)
+        first = [table.column(k)[0].as_py() for k in self._pk]
+        last = [table.column(k)[-1].as_py() for k in self._pk]
+        return self._file_meta(name, len(payload), table.num_rows, ranges, first, last,
+                               int(sequence.min()), int(sequence.max()), df.row_kind_counts(kinds), level, file_source)
+
+    def _file_meta(self, name: str, size: int, rows: int, ranges, first_key: list, last_key: list,
+                   min_sequence: int, max_sequence: int, deletes: int, level: int, file_source: int) -> DataFileMeta:
+        value_names = self._arrow_schema.names
+        value_types = self._arrow_schema.types
         value_stats = self._value_stats(ranges, value_types)
         if self._is_pk:
-            key_types = [table.schema.field(k).type for k in self._pk]
+            key_types = [self._arrow_schema.field(k).type for k in self._pk]
             by_name = dict(zip(value_names, ranges, strict=True))
             key_min, key_max, key_nulls = df.stats_row([by_name[k] for k in self._pk], key_types, "full")
             key_stats = SimpleStats(min_values=key_min, max_values=key_max, null_counts=tuple(key_nulls))
-            min_key = serialize_row([table.column(k)[0].as_py() for k in self._pk], key_types)
-            max_key = serialize_row([table.column(k)[-1].as_py() for k in self._pk], key_types)
+            min_key = serialize_row(first_key, key_types)
+            max_key = serialize_row(last_key, key_types)
         else:
             empty = serialize_row([], [])
             key_stats = SimpleStats(min_values=empty, max_values=empty, null_counts=())
             min_key = max_key = empty
         return DataFileMeta(
             file_name=name,
-            file_size=len(payload),
-            row_count=table.num_rows,
+            file_size=size,
+            row_count=rows,
             min_key=min_key,
             max_key=max_key,
             key_stats=key_stats,
             value_stats=value_stats,
-            min_sequence_number=int(sequence.min()),
-            max_sequence_number=int(sequence.max()),
+            min_sequence_number=min_sequence,
+            max_sequence_number=max_sequence,
             schema_id=self._schema.id,
             level=level,
             extra_files=(),
             creation_time_millis=int(time.time() * 1000),
-            delete_row_count=df.row_kind_counts(kinds),
+            delete_row_count=deletes,
             embedded_index=None,
             file_source=file_source,
             value_stats_cols=() if self._options.stats_mode == "none" else None,
@@ -697,6 +717,80 @@ class TableWrite:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _ParquetStream:
+    """One data file written incrementally, straight to storage: row groups are encoded as
+    rows arrive. A file left behind by a failure is never referenced (an orphan)."""
+
+    ROW_GROUP_ROWS = 131_072
+
+    def __init__(self, owner: TableWrite, group: _Group, prefix: str, *, level: int = 0,
+                 file_source: int = FILE_SOURCE_APPEND) -> None:
+        self._owner, self._group, self._level, self._source = owner, group, level, file_source
+        self.name = owner._new_name(prefix)
+        directory = owner.bucket_dir(group.partition, group.bucket)
+        owner._file_io.mkdirs(directory)
+        fs, to_path = owner._file_io.arrow_filesystem()
+        self._sink = fs.open_output_stream(to_path(join(directory, self.name)))
+        self._writer: pq.ParquetWriter | None = None
+        self._pending: list[pa.Table] = []
+        self._pending_rows = self._pending_bytes = self._flushed_bytes = 0
+        self._rows = self._deletes = 0
+        self._first_key: list | None = None
+        self._last_key: list = []
+        self._min_sequence, self._max_sequence = None, None
+
+    def add(self, values: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> None:
+        keys = self._owner._pk
+        if self._first_key is None:
+            self._first_key = [values.column(k)[0].as_py() for k in keys]
+        self._last_key = [values.column(k)[-1].as_py() for k in keys]
+        lo, hi = int(sequence.min()), int(sequence.max())
+        self._min_sequence = lo if self._min_sequence is None else min(lo, self._min_sequence)
+        self._max_sequence = hi if self._max_sequence is None else max(hi, self._max_sequence)
+        self._rows += values.num_rows
+        self._deletes += df.row_kind_counts(kinds)
+        physical = self._owner._physical(values, kinds, sequence)
+        self._pending.append(physical)
+        self._pending_rows += values.num_rows
+        self._pending_bytes += physical.nbytes
+        if self._pending_rows >= self.ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        table = pa.concat_tables(self._pending).combine_chunks()
+        self._flushed_bytes += self._pending_bytes
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
+        options = self._owner._options
+        if self._writer is None:
+            codec = "none" if options.file_compression in ("none", "uncompressed") else options.file_compression
+            self._writer = pq.ParquetWriter(
+                self._sink, table.schema, compression=codec,
+                compression_level=options.zstd_level if codec == "zstd" else None,
+                use_dictionary=df.dictionary_columns(table, {df.VALUE_KIND, *self._owner._partition_keys}),
+                write_statistics=True, store_schema=True)
+        self._writer.write_table(table, row_group_size=1 << 20)
+
+    def size(self) -> int:
+        """Encoded bytes so far, plus the pending rows at the compression ratio seen so far
+        (uncompressed until a row group is written)."""
+        written = self._sink.tell()
+        ratio = written / self._flushed_bytes if self._flushed_bytes and written else 1.0
+        return int(written + self._pending_bytes * ratio)
+
+    def finish(self) -> DataFileMeta:
+        self._flush()
+        self._writer.close()
+        size = self._sink.tell()
+        self._sink.close()
+        footer = self._writer.writer.metadata
+        owner = self._owner
+        ranges = df.ranges_from_parquet(footer, owner._arrow_schema.names, owner._arrow_schema.types)
+        return owner._file_meta(self.name, size, self._rows, ranges, self._first_key, self._last_key,
+                                self._min_sequence, self._max_sequence, self._deletes, self._level, self._source)
 
 
 def _with_system(table: pa.Table, sequence: np.ndarray, kinds: np.ndarray) -> pa.Table:
