@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -214,8 +215,9 @@ class SplitReader:
         else:
             parts = [self._read_file(split, f, needed) for f in split.files]
             table = pa.concat_tables(parts) if parts else self.output_schema(needed).empty_table()
-        table = filter_table(table, predicate)
-        return table.select(wanted)
+        table = filter_table(table, predicate).select(wanted)
+        expected = self.output_schema(wanted)
+        return table if table.schema == expected else table.cast(expected)
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -258,6 +260,9 @@ class SplitReader:
         wanted = list(columns) if columns is not None else list(self._arrow.names)
         columns = list(dict.fromkeys([*self._keys, *wanted, *sequence_fields]))
         system = [df.SEQUENCE_NUMBER, df.VALUE_KIND]
+        spec = merge_spec_for(self._schema, self._options, keep_deletes=not drop_retractions)
+        if spec is None and len(split.files) > 1:
+            return self._deduplicate_files(split, wanted, sequence_fields, drop_retractions)
         parts = [self._read_file(split, f, columns, system=system) for f in split.files]
         table = pa.concat_tables(parts).combine_chunks()
         if table.num_rows == 0:
@@ -268,7 +273,6 @@ class SplitReader:
         ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
         order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
                             self._options.sequence_descending, positions_are_arrival=ordered)
-        spec = merge_spec_for(self._schema, self._options, keep_deletes=not drop_retractions)
         if spec is not None:
             merged = merge(table.take(pa.array(order)), self._keys, spec)
             return merged.select([*wanted, *system])
@@ -277,3 +281,51 @@ class SplitReader:
             kinds = table.column(df.VALUE_KIND).to_numpy()[order]
             keep &= (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
         return table.take(pa.array(order[keep])).select([*wanted, *system])
+
+    def _deduplicate_files(self, split: Split, wanted: list[str], sequence_fields: list[str],
+                           drop_retractions: bool) -> pa.Table:
+        """Deduplicate in two passes: keys, sequence fields and system columns of every file
+        decide the newest row of each key; the other columns are then read only from files that
+        hold a winner, and only the winners are kept. Files whose rows were all superseded (the
+        usual case for older runs after updates) never have their values decoded."""
+        files = split.files
+        key_columns = list(dict.fromkeys([*self._keys, *sequence_fields]))
+        system = [df.SEQUENCE_NUMBER, df.VALUE_KIND]
+        parts = [self._read_file(split, f, key_columns, system=system) for f in files]
+        table = pa.concat_tables(parts).combine_chunks()
+        value_columns = [c for c in wanted if c not in key_columns]
+        if table.num_rows == 0:
+            return _with_system_columns(self.output_schema(wanted).empty_table())
+        ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
+        order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
+                            self._options.sequence_descending, positions_are_arrival=ordered)
+        keep = last_per_key(table.select(self._keys).take(pa.array(order)), self._keys)
+        if drop_retractions:
+            kinds = table.column(df.VALUE_KIND).to_numpy()[order]
+            keep &= (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
+        winners = order[keep].astype(np.int64)  # row numbers in the concatenated files, in key order
+        result = table.take(pa.array(winners))
+        if not len(winners):
+            return _with_system_columns(self.output_schema(wanted).empty_table())
+        if value_columns:
+            offsets = np.cumsum([0, *(p.num_rows for p in parts)])
+            by_row = np.argsort(winners, kind="stable")  # winners grouped file by file
+            sorted_rows = winners[by_row]
+            bounds = np.searchsorted(sorted_rows, offsets)
+            pieces = []
+            for i, f in enumerate(files):
+                local = sorted_rows[bounds[i]:bounds[i + 1]] - offsets[i]
+                if len(local):
+                    pieces.append(self._read_file(split, f, value_columns).take(pa.array(local)))
+            values = pa.concat_tables(pieces).combine_chunks()
+            back = np.empty_like(by_row)
+            back[by_row] = np.arange(len(by_row))
+            values = values.take(pa.array(back))  # back to key order
+            for name in value_columns:
+                result = result.append_column(name, values.column(name))
+        return result.select([*wanted, *system])
+
+
+def _with_system_columns(table: pa.Table) -> pa.Table:
+    return table.append_column(df.SEQUENCE_NUMBER, pa.array([], pa.int64())).append_column(
+        df.VALUE_KIND, pa.array([], pa.int8()))

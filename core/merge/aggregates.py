@@ -21,10 +21,18 @@ from paimonflow.core.errors import DataError, InvalidOptionError, SchemaError
 AGGREGATE_FUNCTIONS = frozenset({
     "sum", "product", "count", "max", "min", "last_value", "last_non_null_value", "listagg",
     "bool_and", "bool_or", "first_value", "first_non_null_value",
+    "collect", "merge_map", "nested_update", "rbm32", "theta_sketch",
 })
 
 #: Functions Paimon lets retract (-U/-D) without ``ignore-retract``.
-RETRACTABLE = frozenset({"sum", "product", "count", "last_value", "last_non_null_value"})
+RETRACTABLE = frozenset({"sum", "product", "count", "last_value", "last_non_null_value",
+                         "collect", "merge_map", "nested_update"})
+
+#: Paimon functions deliberately left out, with the reason given to the user.
+UNSUPPORTED_FUNCTIONS = {
+    "rbm64": "Paimon stores rbm64 values in Java RoaringBitmap's Roaring64Bitmap (ART) serialization, "
+             "which differs from the portable 64-bit format pyroaring reads and writes",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,17 +92,27 @@ class FieldAggregate:
 
     ``function`` is a Paimon aggregate name (``fields.<f>.aggregate-function``);
     ``ignore_retract`` mirrors ``fields.<f>.ignore-retract`` (retract rows leave the field
-    untouched); ``delimiter`` is ``fields.<f>.list-agg-delimiter`` (listagg only).
+    untouched); ``delimiter`` is ``fields.<f>.list-agg-delimiter`` (listagg only);
+    ``distinct`` is ``fields.<f>.distinct`` (collect only); ``nested_key`` is
+    ``fields.<f>.nested-key`` and ``count_limit`` ``fields.<f>.count-limit`` (nested_update only;
+    None means no limit).
     """
 
     function: str
     ignore_retract: bool = False
     delimiter: str = ","
+    distinct: bool = False
+    nested_key: tuple[str, ...] = ()
+    count_limit: int | None = None
 
     def __post_init__(self) -> None:
+        if self.function in UNSUPPORTED_FUNCTIONS:
+            raise InvalidOptionError("aggregate-function", self.function, UNSUPPORTED_FUNCTIONS[self.function])
         if self.function not in AGGREGATE_FUNCTIONS:
             raise InvalidOptionError("aggregate-function", self.function,
                                      f"not one of {sorted(AGGREGATE_FUNCTIONS)}")
+        if self.count_limit is not None and self.count_limit < 0:
+            raise InvalidOptionError("count-limit", self.count_limit, "must not be negative")
 
 
 def aggregate_field(name: str, values: pa.ChunkedArray | pa.Array, retract: np.ndarray, groups: Groups,
@@ -108,6 +126,9 @@ def aggregate_field(name: str, values: pa.ChunkedArray | pa.Array, retract: np.n
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     function = aggregate.function
+    check_type = _TYPE_CHECKS.get(function)
+    if check_type is not None:
+        check_type(name, values.type, aggregate)
     if aggregate.ignore_retract and retract.any():
         # Retract rows leave the accumulator as it is: fold only the others.
         return aggregate_subset(name, values, ~retract, groups, aggregate)
@@ -305,6 +326,368 @@ def _listagg(values: pa.Array, retract: np.ndarray, groups: Groups, aggregate: F
     return pc.binary_join(lists, aggregate.delimiter).cast(values.type)
 
 
+# -- collection, bitmap and sketch functions -----------------------------------------------------
+#
+# Arrow has kernels to flatten, group and rebuild lists and maps, so the folds of ``collect``,
+# ``merge_map`` and ``nested_update`` without retraction are vectorized. Retraction is order
+# dependent (a -U removes what came before it, not what follows), so groups holding a retract row
+# are folded one record at a time in Python. Bitmap and sketch unions have no Arrow kernel: only
+# groups with more than one non-null value are unioned in Python; the others are taken as they are.
+
+
+def _is_list(type_: pa.DataType) -> bool:
+    return pa.types.is_list(type_) or pa.types.is_large_list(type_)
+
+
+def _is_binary(type_: pa.DataType) -> bool:
+    return pa.types.is_binary(type_) or pa.types.is_large_binary(type_)
+
+
+def _check_collect(name: str, type_: pa.DataType, aggregate: FieldAggregate) -> None:
+    if not _is_list(type_):
+        raise SchemaError(f"aggregate function 'collect' of field {name!r} needs an ARRAY column, not {type_}")
+
+
+def _check_merge_map(name: str, type_: pa.DataType, aggregate: FieldAggregate) -> None:
+    if not pa.types.is_map(type_):
+        raise SchemaError(f"aggregate function 'merge_map' of field {name!r} needs a MAP column, not {type_}")
+
+
+def _check_nested_update(name: str, type_: pa.DataType, aggregate: FieldAggregate) -> None:
+    if not (_is_list(type_) and pa.types.is_struct(type_.value_type)):
+        raise SchemaError(
+            f"aggregate function 'nested_update' of field {name!r} needs an ARRAY<ROW> column, not {type_}")
+    nested = {type_.value_type.field(i).name for i in range(type_.value_type.num_fields)}
+    missing = [key for key in aggregate.nested_key if key not in nested]
+    if missing:
+        raise SchemaError(f"nested-key {missing} of field {name!r} are not fields of its rows {sorted(nested)}")
+
+
+def _check_binary(name: str, type_: pa.DataType, aggregate: FieldAggregate) -> None:
+    if not _is_binary(type_):
+        raise SchemaError(
+            f"aggregate function {aggregate.function!r} of field {name!r} needs a VARBINARY column, not {type_}")
+
+
+_TYPE_CHECKS: dict[str, Callable[[str, pa.DataType, FieldAggregate], None]] = {
+    "collect": _check_collect,
+    "merge_map": _check_merge_map,
+    "nested_update": _check_nested_update,
+    "rbm32": _check_binary,
+    "theta_sketch": _check_binary,
+}
+
+
+def _hashable(value: object) -> object:
+    """A hashable stand-in for a Python value of an Arrow element (lists, rows and maps included)
+    that is equal exactly when the values are."""
+    if isinstance(value, dict):
+        return ("row", tuple((key, _hashable(item)) for key, item in value.items()))
+    if isinstance(value, (list, tuple)):
+        return ("list", tuple(_hashable(item) for item in value))
+    return value
+
+
+def _flatten(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The elements of the non-null lists (or map entries) of ``values`` and each one's row."""
+    if pa.types.is_map(values.type):
+        # list_parent_indices does not take maps: look at the same buffers as a list of entries.
+        entries = pa.struct([values.type.key_field, values.type.item_field])
+        values = values.view(pa.list_(pa.field("entries", entries, nullable=False)))
+    return pc.list_flatten(values), pc.list_parent_indices(values).to_numpy().astype(np.int64)
+
+
+def _rebuild(type_: pa.DataType, elements: pa.Array, element_groups: np.ndarray, groups: Groups,
+             present: np.ndarray) -> pa.Array:
+    """One list (or map) per group from ``elements`` (in group order); null where not ``present``."""
+    counts = np.bincount(element_groups, minlength=groups.count) if element_groups.size else np.zeros(
+        groups.count, np.int64)
+    large = pa.types.is_large_list(type_)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]), pa.int64() if large else pa.int32())
+    mask = pa.array(~present)
+    if pa.types.is_map(type_):
+        entries = pa.list_(pa.field("entries", elements.type, nullable=False))
+        return pa.ListArray.from_arrays(offsets, elements, type=entries, mask=mask).view(type_)
+    array_class = pa.LargeListArray if large else pa.ListArray
+    return array_class.from_arrays(offsets, elements, type=type_, mask=mask)
+
+
+def _first_and_last(element_groups: np.ndarray, keys: list[pa.Array]) -> tuple[np.ndarray, np.ndarray]:
+    """Per distinct (group, key...) among the elements: the position of its first and of its last
+    element, ordered by group, then by first position. Keys compare by value, nulls equal."""
+    columns = {"g": pa.array(element_groups), "i": pa.array(np.arange(element_groups.size))}
+    columns |= {f"k{n}": key for n, key in enumerate(keys)}
+    try:
+        result = pa.table(columns).group_by(["g", *(f"k{n}" for n in range(len(keys)))],
+                                            use_threads=False).aggregate([("i", "min"), ("i", "max")])
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return _first_and_last_python(element_groups, keys)
+    first = result.column("i_min").to_numpy()
+    last = result.column("i_max").to_numpy()
+    order = np.argsort(first, kind="stable")  # groups are contiguous, so first positions sort by group
+    return first[order], last[order]
+
+
+def _first_and_last_python(element_groups: np.ndarray, keys: list[pa.Array]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_first_and_last` for key types Arrow cannot group by (lists, rows, maps)."""
+    seen: dict[object, int] = {}
+    firsts: list[int] = []
+    lasts: list[int] = []
+    for position, (group, *key) in enumerate(zip(element_groups.tolist(), *(k.to_pylist() for k in keys),
+                                                 strict=True)):
+        identity = (group, _hashable(key))
+        slot = seen.get(identity)
+        if slot is None:
+            seen[identity] = len(firsts)
+            firsts.append(position)
+            lasts.append(position)
+        else:
+            lasts[slot] = position
+    return np.array(firsts, dtype=np.int64), np.array(lasts, dtype=np.int64)
+
+
+def _rank_in_group(sorted_groups: np.ndarray) -> np.ndarray:
+    """0, 1, 2... within each run of equal values of an ascending array."""
+    return np.arange(sorted_groups.size) - np.searchsorted(sorted_groups, sorted_groups, side="left")
+
+
+def _retracting_groups(retract: np.ndarray, groups: Groups) -> np.ndarray:
+    return np.flatnonzero(groups.any(retract))
+
+
+def _fold_groups_in_python(values: pa.Array, retract: np.ndarray, groups: Groups, selected: np.ndarray,
+                           agg: Callable[[object, object], object],
+                           retract_fn: Callable[[object, object], object]) -> pa.Array:
+    """Fold the groups ``selected`` record by record, Paimon's way: the accumulator starts null,
+    an insert calls ``agg(accumulator, value)``, a retraction ``retract_fn(accumulator, value)``."""
+    rows = np.flatnonzero(np.isin(groups.ids, selected))
+    python_values = values.take(pa.array(rows)).to_pylist()
+    row_groups = groups.ids[rows]
+    row_retract = retract[rows]
+    results: dict[int, object] = {}
+    accumulator: object = None
+    for position, (group, value) in enumerate(zip(row_groups.tolist(), python_values, strict=True)):
+        if position == 0 or row_groups[position - 1] != group:
+            accumulator = None
+        accumulator = retract_fn(accumulator, value) if row_retract[position] else agg(accumulator, value)
+        results[group] = accumulator
+    return pa.array([results[int(group)] for group in selected], values.type)
+
+
+def _patch(base: pa.Array, selected: np.ndarray, replacement: pa.Array) -> pa.Array:
+    """``base`` with the values of groups ``selected`` replaced by ``replacement``."""
+    if selected.size == 0:
+        return base
+    indices = np.arange(len(base))
+    indices[selected] = len(base) + np.arange(selected.size)
+    return pa.concat_arrays([base, replacement]).take(pa.array(indices))
+
+
+def _collect(values: pa.Array, retract: np.ndarray, groups: Groups, aggregate: FieldAggregate) -> pa.Array:
+    """Paimon's ``collect``: the arrays of a key concatenated, oldest first (null when every array
+    is null). With ``distinct`` only the first occurrence of each element is kept (Paimon keeps a
+    hash set, so its element order is unspecified). A retraction removes, for each element it
+    carries, one equal element of the accumulator (nulls match nulls); retracting from a null
+    accumulator leaves null."""
+    present = groups.any(_valid(values))
+    elements, parents = _flatten(values)
+    element_groups = groups.ids[parents]
+    if aggregate.distinct:
+        first, _ = _first_and_last(element_groups, [elements])
+        result = _rebuild(values.type, elements.take(pa.array(first)), element_groups[first], groups, present)
+    elif groups.count == len(values):
+        result = values  # one row per key: nothing to concatenate
+    else:
+        result = _rebuild(values.type, elements, element_groups, groups, present)
+    selected = _retracting_groups(retract, groups)
+    if selected.size == 0:
+        return result
+    distinct = aggregate.distinct
+
+    def agg(accumulator: object, value: object) -> object:
+        if accumulator is None and value is None:
+            return None
+        if not distinct:
+            return value if accumulator is None else accumulator if value is None else [*accumulator, *value]
+        merged: list[object] = []
+        seen: set[object] = set()
+        for element in [*(accumulator or ()), *(value or ())]:
+            identity = _hashable(element)
+            if identity not in seen:
+                seen.add(identity)
+                merged.append(element)
+        return merged
+
+    def retract_fn(accumulator: object, value: object) -> object:
+        if accumulator is None or not value:
+            return accumulator
+        remaining = [_hashable(element) for element in value]
+        kept = []
+        for element in accumulator:
+            identity = _hashable(element)
+            if identity in remaining:
+                remaining.remove(identity)
+            else:
+                kept.append(element)
+        return kept
+
+    return _patch(result, selected, _fold_groups_in_python(values, retract, groups, selected, agg, retract_fn))
+
+
+def _merge_map(values: pa.Array, retract: np.ndarray, groups: Groups, aggregate: FieldAggregate) -> pa.Array:
+    """Paimon's ``merge_map``: the maps of a key merged, a newer entry overwriting the value of an
+    older one with the same key (null when every map is null). Keys keep the position where they
+    first appeared (Paimon's hash map order is unspecified). A retraction removes the keys it
+    carries, whatever their values; retracting from a null accumulator leaves null."""
+    if groups.count == len(values):
+        result = values
+    else:
+        present = groups.any(_valid(values))
+        entries, parents = _flatten(values)
+        element_groups = groups.ids[parents]
+        first, last = _first_and_last(element_groups, [entries.field(0)])
+        result = _rebuild(values.type, entries.take(pa.array(last)), element_groups[first], groups, present)
+    selected = _retracting_groups(retract, groups)
+    if selected.size == 0:
+        return result
+
+    def agg(accumulator: object, value: object) -> object:
+        if accumulator is None or value is None:
+            return value if accumulator is None else accumulator
+        merged: dict[object, tuple[object, object]] = {}
+        for key, item in [*accumulator, *value]:
+            merged[_hashable(key)] = (key, item)
+        return list(merged.values())
+
+    def retract_fn(accumulator: object, value: object) -> object:
+        if accumulator is None or not value:
+            return accumulator
+        removed = {_hashable(key) for key, _ in value}
+        kept: dict[object, tuple[object, object]] = {}
+        for key, item in accumulator:
+            if _hashable(key) not in removed:
+                kept[_hashable(key)] = (key, item)
+        return list(kept.values())
+
+    return _patch(result, selected, _fold_groups_in_python(values, retract, groups, selected, agg, retract_fn))
+
+
+def _nested_update(values: pa.Array, retract: np.ndarray, groups: Groups, aggregate: FieldAggregate) -> pa.Array:
+    """Paimon's ``nested_update`` over an ARRAY<ROW>: null rows inside arrays are dropped; with
+    ``nested_key`` a newer row replaces the older row with the same key (nulls in keys compare
+    equal, Paimon's default ``merge`` strategy) and keeps its position; without it rows are
+    appended. ``count_limit`` caps the number of rows (keys) kept: the first ones win, later new
+    rows (keys) are dropped. A retraction removes the rows with its rows' keys, or without a
+    nested key every row equal to one of its rows; retracting into a null accumulator leaves null.
+    The result is null when every array is null."""
+    limit = aggregate.count_limit
+    key_names = aggregate.nested_key
+    present = groups.any(_valid(values))
+    elements, parents = _flatten(values)
+    kept_rows = _valid(elements)
+    elements, element_groups = elements.filter(pa.array(kept_rows)), groups.ids[parents][kept_rows]
+    if key_names:
+        first, last = _first_and_last(element_groups, [pc.struct_field(elements, name) for name in key_names])
+        chosen, chosen_groups = last, element_groups[first]
+    else:
+        chosen, chosen_groups = np.arange(element_groups.size), element_groups
+    if limit is not None:
+        within = _rank_in_group(chosen_groups) < limit
+        chosen, chosen_groups = chosen[within], chosen_groups[within]
+    result = _rebuild(values.type, elements.take(pa.array(chosen)), chosen_groups, groups, present)
+    selected = _retracting_groups(retract, groups)
+    if selected.size == 0:
+        return result
+    capacity = limit if limit is not None else np.iinfo(np.int64).max
+
+    def key_of(row: dict[str, object]) -> object:
+        return _hashable([row[name] for name in key_names])
+
+    def agg(accumulator: object, value: object) -> object:
+        if value is None:
+            return accumulator
+        old = [row for row in accumulator or () if row is not None]
+        new = [row for row in value if row is not None]
+        if not key_names:
+            if accumulator is None:
+                return new[:capacity]
+            return old if len(old) >= capacity else old + new[:capacity - len(old)]
+        merged = {key_of(row): row for row in old}
+        for row in new:
+            key = key_of(row)
+            if key in merged or len(merged) < capacity:
+                merged[key] = row
+        return list(merged.values())
+
+    def retract_fn(accumulator: object, value: object) -> object:
+        if accumulator is None or value is None:
+            return accumulator
+        rows = [row for row in accumulator if row is not None]
+        removed = [row for row in value if row is not None]
+        if not key_names:
+            return [row for row in rows if row not in removed]
+        keys = {key_of(row) for row in removed}
+        return [row for row in rows if key_of(row) not in keys]
+
+    return _patch(result, selected, _fold_groups_in_python(values, retract, groups, selected, agg, retract_fn))
+
+
+def _union_per_group(values: pa.Array, groups: Groups, union: Callable[[list[bytes]], bytes]) -> pa.Array:
+    """Per group the only non-null value as it is (null without one), or ``union`` of the non-null
+    values when there are several (nulls are skipped, as Paimon's ``agg`` does)."""
+    valid = _valid(values)
+    counts = np.add.reduceat(valid.astype(np.int64), groups.starts) if valid.size else np.zeros(0, np.int64)
+    result = take_or_null(values, groups.last_where(valid))
+    selected = np.flatnonzero(counts > 1)
+    if selected.size == 0:
+        return result
+    rows = np.flatnonzero(valid & (counts[groups.ids] > 1))
+    blobs = values.take(pa.array(rows)).to_pylist()
+    boundaries = np.flatnonzero(np.diff(groups.ids[rows])) + 1
+    unions = [union(blobs[start:end]) for start, end in zip(np.r_[0, boundaries], np.r_[boundaries, rows.size],
+                                                             strict=True)]
+    return _patch(result, selected, pa.array(unions, values.type))
+
+
+def _rbm32(values: pa.Array, retract: np.ndarray, groups: Groups, aggregate: FieldAggregate) -> pa.Array:
+    """Paimon's ``rbm32``: the OR of 32-bit RoaringBitmaps in the portable serialization (Java
+    RoaringBitmap / pyroaring ``BitMap.serialize``), run-optimized as Paimon writes them. Cannot
+    retract."""
+    from pyroaring import BitMap
+
+    def union(blobs: list[bytes]) -> bytes:
+        try:
+            merged = BitMap.union(*(BitMap.deserialize(blob) for blob in blobs))
+        except (ValueError, OverflowError) as exc:
+            raise DataError(f"rbm32 value is not a serialized 32-bit RoaringBitmap: {exc}") from exc
+        merged.run_optimize()
+        return bytes(merged.serialize())
+
+    return _union_per_group(values, groups, union)
+
+
+def _theta_sketch(values: pa.Array, retract: np.ndarray, groups: Groups, aggregate: FieldAggregate) -> pa.Array:
+    """Paimon's ``theta_sketch``: the union of Apache DataSketches Theta sketches (default seed and
+    nominal entries, as Paimon's ``ThetaSketch.union``), written as an ordered compact sketch.
+    Cannot retract."""
+    from datasketches import compact_theta_sketch, theta_union, update_theta_sketch
+
+    def union(blobs: list[bytes]) -> bytes:
+        merged = theta_union()
+        for blob in blobs:
+            try:
+                sketch = compact_theta_sketch.deserialize(blob)
+            except (RuntimeError, ValueError):
+                try:
+                    sketch = update_theta_sketch.deserialize(blob)
+                except (RuntimeError, ValueError) as exc:
+                    raise DataError(f"theta_sketch value is not a serialized Theta sketch: {exc}") from exc
+            merged.update(sketch)
+        return bytes(merged.get_result().serialize())
+
+    return _union_per_group(values, groups, union)
+
+
 _FOLDS: dict[str, Callable[[pa.Array, np.ndarray, Groups, FieldAggregate], pa.Array]] = {
     "sum": _sum,
     "product": _product,
@@ -318,4 +701,9 @@ _FOLDS: dict[str, Callable[[pa.Array, np.ndarray, Groups, FieldAggregate], pa.Ar
     "bool_and": _bool("bool_and"),
     "bool_or": _bool("bool_or"),
     "listagg": _listagg,
+    "collect": _collect,
+    "merge_map": _merge_map,
+    "nested_update": _nested_update,
+    "rbm32": _rbm32,
+    "theta_sketch": _theta_sketch,
 }

@@ -14,7 +14,7 @@ loop visits rows.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -139,6 +139,37 @@ def _bool_option(options: Mapping[str, str], key: str, default: bool = False) ->
     return lowered == "true"
 
 
+_FIELD_AGGREGATE_SUFFIXES = ("ignore-retract", "list-agg-delimiter", "distinct", "nested-key", "count-limit")
+
+
+def _field_aggregate(options: Mapping[str, str], name: str, function: str) -> FieldAggregate:
+    """The aggregate of field ``name`` from its ``fields.<name>.*`` options; errors name the field."""
+    prefix = f"fields.{name}"
+    for unsupported in ("nested-key-null-strategy", "nested-sequence-field"):
+        if f"{prefix}.{unsupported}" in options:
+            raise UnsupportedError(f"option '{prefix}.{unsupported}' is not supported yet")
+    nested_key = options.get(f"{prefix}.nested-key")
+    count_limit = options.get(f"{prefix}.count-limit")
+    limit: int | None = None
+    if count_limit is not None:
+        try:
+            limit = int(count_limit.strip())
+        except ValueError as exc:
+            raise InvalidOptionError(f"{prefix}.count-limit", count_limit, "expected an integer") from exc
+    if function == "listagg" and _bool_option(options, f"{prefix}.distinct"):
+        raise UnsupportedError(f"option '{prefix}.distinct' of listagg is not supported yet")
+    try:
+        return FieldAggregate(
+            function=function,
+            ignore_retract=_bool_option(options, f"{prefix}.ignore-retract"),
+            delimiter=options.get(f"{prefix}.list-agg-delimiter", ","),
+            distinct=_bool_option(options, f"{prefix}.distinct"),
+            nested_key=tuple(k.strip() for k in nested_key.split(",") if k.strip()) if nested_key else (),
+            count_limit=limit)
+    except InvalidOptionError as exc:
+        raise InvalidOptionError(f"{prefix}.{exc.key}", exc.value, exc.reason) from exc
+
+
 def spec_from_options(options: Mapping[str, str], *, keep_deletes: bool = False) -> MergeSpec:
     """The merge spec of a table's options (``merge-engine`` and its ``fields.*`` options).
 
@@ -163,7 +194,7 @@ def spec_from_options(options: Mapping[str, str], *, keep_deletes: bool = False)
             elif suffix == "default-value":
                 defaults[name] = value
             elif suffix == "aggregate-function" and name:
-                partial_aggregates[name] = FieldAggregate(function=value.strip())
+                partial_aggregates[name] = _field_aggregate(options, name, value.strip())
             elif suffix == "ignore-retract" or key == "default-aggregate-function":
                 raise UnsupportedError(f"partial-update option 'fields.{key}' is not supported yet")
         return PartialUpdateSpec(
@@ -176,18 +207,15 @@ def spec_from_options(options: Mapping[str, str], *, keep_deletes: bool = False)
             name, _, suffix = key.rpartition(".")
             if suffix == "aggregate-function" and name:
                 functions[name] = value.strip()
-            elif suffix in ("sequence-group", "distinct", "nested-key"):
+            elif suffix == "sequence-group":
                 raise UnsupportedError(f"aggregation option 'fields.{key}' is not supported yet")
         default = field_options.get("default-aggregate-function", "last_non_null_value").strip()
         FieldAggregate(function=default)  # validates the name
         names = set(functions) | {
             key.rpartition(".")[0] for key in field_options
-            if key.endswith((".ignore-retract", ".list-agg-delimiter"))}
+            if key.endswith(tuple(f".{suffix}" for suffix in _FIELD_AGGREGATE_SUFFIXES))}
         aggregates = {
-            name: FieldAggregate(
-                function=functions.get(name, default),
-                ignore_retract=_bool_option(options, f"fields.{name}.ignore-retract"),
-                delimiter=options.get(f"fields.{name}.list-agg-delimiter", ","))
+            name: _field_aggregate(options, name, functions.get(name, default))
             for name in names if name}
         return AggregationSpec(aggregates=aggregates, default_function=default,
                                ignore_delete=ignore_delete, keep_deletes=keep_deletes)
@@ -205,10 +233,43 @@ def merge(table: pa.Table, key_columns: list[str], spec: MergeSpec) -> pa.Table:
     if isinstance(spec, FirstRowSpec):
         return first_row(table, key_columns, spec)
     if isinstance(spec, PartialUpdateSpec):
-        return partial_update(table, key_columns, spec)
+        return _reduce(table, key_columns, spec, partial_update)
     if isinstance(spec, AggregationSpec):
-        return aggregation(table, key_columns, spec)
+        return _reduce(table, key_columns, spec, aggregation)
     raise TypeError(f"not a merge spec: {spec!r}")
+
+
+def _reduce(table: pa.Table, key_columns: list[str], spec, engine) -> pa.Table:
+    """Paimon's ``ReducerMergeFunctionWrapper`` passes a key's lone record through unmerged.
+    What matters is a lone retraction: it stays a -U/-D record (dropped by readers, kept in
+    level-0 and intermediate files) so that it retracts from older files when they meet, instead
+    of turning into an insert of an empty aggregate."""
+    if table.num_rows == 0:
+        return engine(table, key_columns, spec)
+    groups = _groups(table, key_columns)
+    single = groups.starts == groups.ends
+    # A lone insert or update goes through the engine too: for every function the result is the
+    # record itself, except that defaults fill its nulls and listagg/collect 'distinct' dedupe it.
+    retract = _is_retract(_kinds(table))
+    single &= retract[groups.starts]
+    if not single.any():
+        return engine(table, key_columns, spec)
+    single_rows = groups.starts[single]
+    # the engine's checks (options, columns, retractions it cannot take) still apply to lone rows
+    engine(table.take(pa.array(single_rows)), key_columns, spec)
+    if spec.ignore_delete:  # a lone ignored retraction leaves nothing
+        single_rows = single_rows[~retract[single_rows]]
+    singles = table.take(pa.array(single_rows))
+    if single.all():
+        return _drop_deletes(singles, spec.keep_deletes)
+    multi_rows = ~single[groups.ids]
+    merged = engine(table.filter(pa.array(multi_rows)), key_columns, replace(spec, keep_deletes=True))
+    multi_firsts = groups.starts[~single]  # one merged row per multi-record key, in key order
+    if spec.ignore_delete:  # ... except keys whose records are all ignored retractions
+        multi_firsts = multi_firsts[groups.any(~retract)[~single]]
+    combined = pa.concat_tables([merged.select(table.column_names).cast(table.schema), singles])
+    order = np.argsort(np.concatenate([multi_firsts, single_rows]), kind="stable")
+    return _drop_deletes(combined.take(pa.array(order)), spec.keep_deletes)
 
 
 def _kinds(table: pa.Table) -> np.ndarray:
@@ -310,6 +371,7 @@ def partial_update(table: pa.Table, key_columns: list[str], spec: PartialUpdateS
     inserted = groups.any(live)
 
     grouped: dict[str, np.ndarray] = {}
+    sequence_names: set[str] = set()
     aggregated: dict[str, pa.Array | pa.ChunkedArray] = {}
     for group in spec.sequence_groups:
         # A retraction that wins its group sets the group's sequence fields and nulls its fields.
@@ -318,6 +380,7 @@ def partial_update(table: pa.Table, key_columns: list[str], spec: PartialUpdateS
         retracted[winner >= 0] = retract[winner[winner >= 0]]
         for name in group.sequence_fields:
             grouped[name] = winner
+            sequence_names.add(name)
         for name in group.fields:
             grouped[name] = np.where(retracted, -1, winner)
         for name in group.fields:
@@ -336,7 +399,9 @@ def partial_update(table: pa.Table, key_columns: list[str], spec: PartialUpdateS
             source = grouped.get(name)
             if source is None:
                 source = groups.last_where(live & pc.is_valid(column).to_numpy(zero_copy_only=False))
-            merged = take_or_null(column, np.where(inserted, source, -1))
+            # a merged -D keeps the sequence values of a winning retraction (as Java does), so it
+            # still wins its group against older records it meets later
+            merged = take_or_null(column, source if name in sequence_names else np.where(inserted, source, -1))
         default = spec.default_values.get(name)
         if default is not None:
             filled = pc.fill_null(merged, _default_scalar(name, default, column.type))
@@ -372,7 +437,7 @@ def _check_columns(table: pa.Table, key_columns: list[str], spec: PartialUpdateS
                                    "is not supported yet")
 
 
-_ORDER_FREE = frozenset({"sum", "product", "max", "min", "bool_and", "bool_or"})
+_ORDER_FREE = frozenset({"sum", "product", "max", "min", "bool_and", "bool_or", "rbm32", "theta_sketch"})
 _PARTIAL_UPDATE_AGGREGATES = _ORDER_FREE | {"first_value"}
 
 
