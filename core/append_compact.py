@@ -30,8 +30,9 @@ class AppendCompactor:
         return 0  # append files are never merged: no back-pressure
 
     def compact(self, partition: tuple[object, ...], bucket: int, total_buckets: int,
-                files: Sequence[DataFileMeta], *, full: bool) -> BucketCompaction | None:
-        """A bucketed table's pick for one bucket (sliding window, or full), rewritten."""
+                files: Sequence[DataFileMeta], *, full: bool, vectors=None) -> BucketCompaction | None:
+        """A bucketed table's pick for one bucket (sliding window, or full), rewritten.
+        (Append tables with deletion vectors are not supported; ``vectors`` is always None.)"""
         s = self.settings
         if full:
             picked = pick_bucketed_full(files, compaction_file_size=s.compaction_file_size,

@@ -26,6 +26,7 @@ from .errors import (
     PaimonflowError,
     SchemaError,
 )
+from .index_files import IndexManifest, IndexManifestEntry, apply_index_changes
 from .manifest import FileKind, ManifestEntry, merge_entries
 from .manifest_io import ManifestIO
 from .options import CoreOptions
@@ -83,6 +84,7 @@ class TableCommit:
                  clock: Callable[[], float] = time.time) -> None:
         self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
         self._snapshots, self._manifests = snapshot_manager, manifest_io
+        self._index = IndexManifest(file_io, manifest_io.manifest_dir, compression=options.manifest_compression)
         self.commit_user = commit_user
         self._clock = clock
         arrow_schema = schema.arrow_schema()
@@ -134,10 +136,14 @@ class TableCommit:
             self._entry(FileKind.ADD, m, f) for m in messages for f in m.changelog_files]
         if kind is None:
             kind = CommitKind.OVERWRITE if (overwrite is not None or deletes) else CommitKind.APPEND
-        if overwrite is None and not adds and not deletes and not changelog and self._options.ignore_empty_commit:
+        index_adds = [self._index_entry(FileKind.ADD, m, f) for m in messages for f in m.new_index_files]
+        index_deletes = [self._index_entry(FileKind.DELETE, m, f) for m in messages for f in m.deleted_index_files]
+        if overwrite is None and not adds and not deletes and not changelog and not index_adds and not index_deletes \
+                and self._options.ignore_empty_commit:
             return CommitResult(snapshot_id=None, commit_kind=None, commit_user=self.commit_user,
                                 commit_identifier=commit_identifier)
-        return self._try_commit(adds, deletes, changelog, overwrite, kind, commit_identifier, dict(properties or {}))
+        return self._try_commit(adds, deletes, changelog, overwrite, kind, commit_identifier, dict(properties or {}),
+                                (index_adds, index_deletes))
 
     def _commit_append_then_compact(self, messages: Sequence[CommitMessage], identifier: int,
                                     properties: Mapping[str, str] | None) -> CommitResult:
@@ -146,10 +152,12 @@ class TableCommit:
         second leaves the first committed and deletes only the compaction's own new files."""
         from dataclasses import replace
 
-        appends = [replace(m, compact_before=(), compact_after=(), compact_changelog=()) for m in messages]
+        appends = [replace(m, compact_before=(), compact_after=(), compact_changelog=(), compact_index_added=(),
+                           compact_index_deleted=()) for m in messages]
         compacts = [CommitMessage(partition=m.partition, bucket=m.bucket, total_buckets=m.total_buckets,
                                   new_files=m.compact_after, deleted_files=m.compact_before,
-                                  changelog_files=m.compact_changelog)
+                                  changelog_files=m.compact_changelog, new_index_files=m.compact_index_added,
+                                  deleted_index_files=m.compact_index_deleted)
                     for m in messages if m.has_compaction]
         first = self.commit(appends, commit_identifier=identifier, properties=properties)
         if first.already_committed:
@@ -171,7 +179,8 @@ class TableCommit:
 
     # -- the loop ----------------------------------------------------------------------------
 
-    def _try_commit(self, adds, deletes, changelog, overwrite, kind, identifier, properties) -> CommitResult:
+    def _try_commit(self, adds, deletes, changelog, overwrite, kind, identifier, properties,
+                    index_changes=((), ())) -> CommitResult:
         options = self._options
         started = self._clock()
         attempt = 0
@@ -188,11 +197,17 @@ class TableCommit:
             if overwrite is not None:
                 delta = list(adds) + self._overwrite_deletes(base_entries, adds, overwrite)
             self._check_conflicts(base_entries, delta, kind)
+            index_manifest = self._next_index_manifest(latest, delta, overwrite, *index_changes)
             new_id = 1 if latest is None else latest.id + 1
             written: list[str] = []
             try:
+                if index_manifest is not None and index_manifest[0]:
+                    index_manifest = (self._index.write(index_manifest[1]), None)
+                    written.append(index_manifest[0])
                 snapshot = self._prepare_snapshot(latest, new_id, delta, changelog, kind, identifier, properties,
                                                   written)
+                if index_manifest is not None:
+                    snapshot = dataclasses.replace(snapshot, index_manifest=index_manifest[0])
             except BaseException:
                 self._manifests.delete_files(written)
                 raise
@@ -236,6 +251,30 @@ class TableCommit:
         )
 
     # -- pieces ------------------------------------------------------------------------------
+
+    def _index_entry(self, kind: FileKind, message: CommitMessage, file) -> IndexManifestEntry:
+        return IndexManifestEntry(kind=kind, partition=serialize_row(list(message.partition), self._partition_types),
+                                  bucket=message.bucket, file=file)
+
+    def _next_index_manifest(self, latest, delta, overwrite, adds, deletes):
+        """None when the index files do not change; else ``(True, live entries)`` to write a new
+        index manifest, or ``(None, None)`` for a table left without index files. An overwrite
+        drops the index files of the buckets it empties."""
+        if overwrite is not None:
+            deleted_buckets = {(e.partition, e.bucket) for e in delta if e.kind is FileKind.DELETE}
+            added_buckets = {(e.partition, e.bucket) for e in delta if e.kind is FileKind.ADD}
+            emptied = deleted_buckets - added_buckets
+        else:
+            emptied = set()
+        if not adds and not deletes and not emptied:
+            return None
+        live = self._index.read(latest.index_manifest) if latest is not None else []
+        extra = [e for e in live if (e.partition, e.bucket) in emptied]
+        entries, missing = apply_index_changes(live, adds, [*deletes, *extra])
+        if missing:
+            names = ", ".join(sorted(e.file.file_name for e in missing)[:5])
+            raise CommitConflictError(f"index file conflict: {names} were already replaced by another commit")
+        return (True, entries) if entries else (None, None)
 
     def _entry(self, kind: FileKind, message: CommitMessage, file) -> ManifestEntry:
         return ManifestEntry(kind=kind, partition=serialize_row(list(message.partition), self._partition_types),

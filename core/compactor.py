@@ -74,7 +74,7 @@ def _start(table, partitions, buckets, commit_user, commit_identifier):
     if snapshot is None:
         return committer, identifier, [], CompactionResult(snapshot_id=None)
     wanted = set(buckets) if buckets is not None else None
-    splits = [s for s in table.plan(filter=_partition_filter(partitions), snapshot_id=snapshot.id)
+    splits = [s for s in table.plan(filter=_partition_filter(partitions), snapshot_id=snapshot.id, all_levels=True)
               if wanted is None or s.bucket in wanted]
     return committer, identifier, splits, None
 
@@ -136,13 +136,27 @@ def _compact_primary_key(table, committer, identifier: int, splits: Sequence[Spl
     from .lsm import BucketCompactor
 
     compactor = BucketCompactor(table)
+    vector_files: dict = {}
+    if table.options.deletion_vectors:
+        from .index_files import DELETION_VECTORS
+
+        vector_files = table.index_files_of(table.latest_snapshot(), DELETION_VECTORS)
 
     def run(split: Split) -> CommitMessage | None:
-        done = compactor.compact(split.partition, split.bucket, split.total_buckets, split.files, full=full)
+        done = compactor.compact(split.partition, split.bucket, split.total_buckets, split.files, full=full,
+                                 vectors=split.deletion_vectors)
         if done is None:
             return None
+        added, deleted = (), ()
+        if done.vectors is not None:
+            from .index_files import write_dv_file
+
+            live = {name: bitmap for name, bitmap in done.vectors.items() if bitmap}
+            added = (write_dv_file(table.file_io, table.index_dir, live),) if live else ()
+            deleted = tuple(vector_files.get((tuple(split.partition), split.bucket), ()))
         return CommitMessage(partition=split.partition, bucket=split.bucket, total_buckets=split.total_buckets,
-                             new_files=done.after, deleted_files=done.before, changelog_files=done.changelog)
+                             new_files=done.after, deleted_files=done.before, changelog_files=done.changelog,
+                             new_index_files=added, deleted_index_files=deleted)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         messages = [m for m in pool.map(run, splits) if m is not None]

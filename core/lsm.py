@@ -20,12 +20,13 @@ left out. A key whose newest row did not change (same sequence number) produces 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyroaring import BitMap
 
 from . import data_file as df
 from .binary_row import deserialize_row
@@ -41,19 +42,21 @@ from .compact import (
 )
 from .manifest import DataFileMeta
 from .options import ChangelogProducer, MergeEngine
-from .read import Split, SplitReader
+from .read import ROW_POSITION, Split, SplitReader
 
 _ADD_KINDS = (df.ROW_KIND_INSERT, df.ROW_KIND_UPDATE_AFTER)
 
 
 @dataclass(frozen=True, slots=True)
 class BucketCompaction:
-    """What compacting one bucket changed (nothing is committed yet)."""
+    """What compacting one bucket changed (nothing is committed yet). ``vectors`` is the
+    bucket's complete new set of deletion vectors (tables with deletion vectors), else None."""
 
     before: tuple[DataFileMeta, ...]
     after: tuple[DataFileMeta, ...]
     changelog: tuple[DataFileMeta, ...]
     output_level: int
+    vectors: dict[str, BitMap] | None = None
 
 
 class BucketCompactor:
@@ -70,8 +73,9 @@ class BucketCompactor:
         key_types = [table.arrow_schema.field(k).type for k in self._keys]
         self._key_of = lambda f: (deserialize_row(f.min_key, key_types), deserialize_row(f.max_key, key_types))
         producer = self._options.changelog_producer
+        self._dv = self._options.deletion_vectors
         self._lookup = (producer is ChangelogProducer.LOOKUP or self._settings.force_up_level_0
-                        or self._options.merge_engine is MergeEngine.FIRST_ROW)
+                        or self._options.merge_engine is MergeEngine.FIRST_ROW or self._dv)
         self._producer = producer
 
     @property
@@ -82,20 +86,25 @@ class BucketCompactor:
         return len(Levels.from_files(files, num_levels=self._settings.num_levels, key_of=self._key_of).sorted_runs())
 
     def compact(self, partition: tuple[object, ...], bucket: int, total_buckets: int,
-                files: Sequence[DataFileMeta], *, full: bool) -> BucketCompaction | None:
-        """Compact ``files`` (the bucket's live files) once; None when nothing needs doing."""
+                files: Sequence[DataFileMeta], *, full: bool,
+                vectors: Mapping[str, BitMap] | None = None) -> BucketCompaction | None:
+        """Compact ``files`` (the bucket's live files, with their deletion ``vectors``) once;
+        None when nothing needs doing."""
+        vectors = dict(vectors or {})
         levels = Levels.from_files(files, num_levels=self._settings.num_levels, key_of=self._key_of)
         runs = levels.sorted_runs()
         if full:
             unit = pick_full_compaction(levels.num_levels, runs,
                                         force_rewrite_all_files=self._settings.force_rewrite_all_files,
-                                        needs_rewrite=_may_hold_retractions)
+                                        needs_rewrite=lambda f: _may_hold_retractions(f) or f.file_name in vectors)
         elif self._lookup:
             unit = pick_force_up_level0(levels.num_levels, runs, self._settings).unit
         else:
             unit = pick(levels.num_levels, runs, self._settings)
         if unit is None or (unit.is_trivial and not unit.file_rewrite):
             return None
+        if self._dv:
+            return self._merge_on_write(partition, bucket, total_buckets, files, unit, levels, vectors)
         plan = plan_compact_task(unit, key_of=self._key_of, compaction_file_size=self._settings.compaction_file_size,
                                  max_level=levels.max_level,
                                  drop_delete=may_drop_delete(unit.output_level, levels),
@@ -120,18 +129,69 @@ class BucketCompactor:
         return BucketCompaction(before=tuple(before), after=tuple(after), changelog=tuple(changelog),
                                 output_level=plan.output_level)
 
+    # -- merge-on-write with deletion vectors -------------------------------------------------
+
+    def _merge_on_write(self, partition, bucket, total_buckets, files, unit, levels, vectors) -> BucketCompaction:
+        """Rewrite the picked files in one merge; older rows of their keys that live in files
+        outside the pick are pulled into that merge and marked deleted in those files' vectors,
+        so every key is live in at most one file above level 0 and reads need no merging."""
+        picked = {f.file_name for f in unit.files}
+        others = [f for f in files if f.file_name not in picked and f.level > 0]
+        pulled, marks = self._pull_older_rows(partition, bucket, total_buckets, unit.files, others, vectors)
+        merged = self._merge(partition, bucket, total_buckets, unit.files, drop=True, extra=pulled, vectors=vectors)
+        after = self._writer.write_rewritten(
+            partition, bucket, merged.select(self._value_names).combine_chunks(),
+            merged.column(df.VALUE_KIND).to_numpy().astype(np.int8),
+            merged.column(df.SEQUENCE_NUMBER).to_numpy(), level=unit.output_level)
+        changelog = self._changelog(partition, bucket, total_buckets, files, unit.files, unit.output_level,
+                                    levels.max_level, vectors)
+        remaining = {name: bm for name, bm in vectors.items() if name not in picked}
+        for name, positions in marks.items():
+            bitmap = BitMap(remaining.get(name, BitMap()))
+            bitmap.update(positions.tolist())
+            remaining[name] = bitmap
+        return BucketCompaction(before=tuple(unit.files), after=tuple(after), changelog=tuple(changelog),
+                                output_level=unit.output_level, vectors=remaining)
+
+    def _pull_older_rows(self, partition, bucket, total_buckets, picked, others, vectors):
+        """Rows of ``others`` whose key occurs in the picked files, and their positions per file."""
+        if not others:
+            return None, {}
+        split = Split(partition=partition, bucket=bucket, total_buckets=total_buckets, files=tuple(picked),
+                      deletion_vectors=vectors)
+        keys = pa.concat_tables([self._reader._read_file(split, f, self._keys) for f in picked])
+        keys = keys.group_by(self._keys).aggregate([])
+        columns = list(dict.fromkeys([*self._keys, *self._value_names,
+                                      *(self._options.sequence_field or ())]))
+        system = [df.SEQUENCE_NUMBER, df.VALUE_KIND]
+        pulled, marks = [], {}
+        for f in others:
+            split = Split(partition=partition, bucket=bucket, total_buckets=total_buckets, files=(f,),
+                          deletion_vectors=vectors)
+            rows = self._reader._read_file(split, f, columns, system=system, positions=True)
+            index = rows.select(self._keys).append_column("__row", pa.array(np.arange(rows.num_rows)))
+            found = index.join(keys, keys=self._keys, join_type="inner").column("__row")
+            # by row number; nested value columns cannot ride through a join, so only keys join
+            hits = rows.take(pa.array(np.sort(found.to_numpy())))
+            if hits.num_rows:
+                marks[f.file_name] = hits.column(ROW_POSITION).to_numpy()
+                pulled.append(hits.select([*columns, *system]))
+        if not pulled:
+            return None, {}
+        return pa.concat_tables(pulled), marks
+
     # -- changelog ---------------------------------------------------------------------------
 
-    def _changelog(self, partition, bucket, total_buckets, files, picked, output_level, max_level):
+    def _changelog(self, partition, bucket, total_buckets, files, picked, output_level, max_level, vectors=None):
         if self._producer is ChangelogProducer.FULL_COMPACTION and output_level == max_level:
             top = [f for f in picked if f.level == max_level]
-            old = self._merge(partition, bucket, total_buckets, top, drop=False) if top else None
-            new = self._merge(partition, bucket, total_buckets, picked, drop=False)
+            old = self._merge(partition, bucket, total_buckets, top, drop=False, vectors=vectors) if top else None
+            new = self._merge(partition, bucket, total_buckets, picked, drop=False, vectors=vectors)
         elif self._producer is ChangelogProducer.LOOKUP and any(f.level == 0 for f in picked):
             high = [f for f in files if f.level > 0]
-            old = self._merge(partition, bucket, total_buckets, high, drop=False) if high else None
+            old = self._merge(partition, bucket, total_buckets, high, drop=False, vectors=vectors) if high else None
             new = self._merge(partition, bucket, total_buckets, [*high, *(f for f in picked if f.level == 0)],
-                              drop=False)
+                              drop=False, vectors=vectors)
         else:
             return []
         rows, kinds, sequence = changelog_between(old, new, self._keys, self._value_names,
@@ -140,10 +200,12 @@ class BucketCompactor:
             return []
         return self._writer.write_changelog(partition, bucket, rows, kinds, sequence)
 
-    def _merge(self, partition, bucket, total_buckets, files, *, drop: bool) -> pa.Table:
+    def _merge(self, partition, bucket, total_buckets, files, *, drop: bool, extra: pa.Table | None = None,
+               vectors: Mapping[str, BitMap] | None = None) -> pa.Table:
         split = Split(partition=partition, bucket=bucket, total_buckets=total_buckets,
-                      files=tuple(sorted(files, key=lambda f: (f.min_sequence_number, f.file_name))))
-        return self._reader.merge_files(split, drop_retractions=drop)
+                      files=tuple(sorted(files, key=lambda f: (f.min_sequence_number, f.file_name))),
+                      deletion_vectors=vectors or None)
+        return self._reader.merge_files(split, drop_retractions=drop, extra=extra)
 
 
 def _may_hold_retractions(f: DataFileMeta) -> bool:

@@ -421,8 +421,9 @@ class CoreOptions:
         if self.changelog_producer is ChangelogProducer.LOOKUP and self.full_compaction_delta_commits is not None:
             raise InvalidOptionError("full-compaction.delta-commits", str(self.full_compaction_delta_commits),
                                      "cannot be combined with changelog-producer=lookup (Paimon rejects it too)")
-        if self.deletion_vectors:
-            raise UnsupportedError("deletion-vectors.enabled=true is not supported yet")
+        if self.deletion_vectors and "deletion-vectors.bitmap64" in self.raw and \
+                self.raw["deletion-vectors.bitmap64"].strip().lower() == "true":
+            raise UnsupportedError("deletion-vectors.bitmap64=true is not supported (64-bit deletion vectors)")
         if "sequence.auto-padding" in self.raw:
             raise UnsupportedError("sequence.auto-padding is not supported yet")
         if self.bucket == -2:

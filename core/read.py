@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +24,7 @@ import pyarrow.compute as pc
 from . import data_file as df
 from .binary_row import deserialize_row
 from .fs import join
+from .index_files import deleted_mask
 from .keys import last_per_key, merge_order
 from .manifest import DataFileMeta, ManifestEntry
 from .merge import merge
@@ -30,6 +32,8 @@ from .options import CoreOptions
 from .predicate import ColumnStats, Predicate, filter_table
 from .schema import TableSchema, evolve_table
 from .write import bucket_directory, merge_spec_for
+
+ROW_POSITION = "_ROW_POSITION"  # a row's position in its data file (deletion vectors address rows by it)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,6 +44,8 @@ class Split:
     bucket: int
     total_buckets: int
     files: tuple[DataFileMeta, ...]
+    #: deletion vectors (pyroaring BitMaps of deleted row positions) by data file name
+    deletion_vectors: Mapping[str, Any] | None = None
 
     @property
     def row_count(self) -> int:
@@ -56,13 +62,16 @@ class ScanPlanner:
         self._partition_types = [arrow.field(k).type for k in schema.partition_keys]
         self._key_types = [arrow.field(k).type for k in schema.trimmed_primary_keys]
 
-    def plan(self, entries: Sequence[ManifestEntry], predicate: Predicate | None) -> list[Split]:
+    def plan(self, entries: Sequence[ManifestEntry], predicate: Predicate | None, *,
+             level_filter=None) -> list[Split]:
         partition_keys = list(self._schema.partition_keys)
         partition_pred = predicate.only_on(set(partition_keys)) if predicate is not None and partition_keys else None
         decoded: dict[bytes, tuple[object, ...]] = {}
         accepted: dict[bytes, bool] = {}
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for e in entries:
+            if level_filter is not None and not level_filter(e.file.level):
+                continue
             if e.partition not in decoded:
                 values = deserialize_row(e.partition, self._partition_types)
                 decoded[e.partition] = values
@@ -163,14 +172,15 @@ class SplitReader:
         return pa.schema([self._arrow.field(c) for c in columns])
 
     def read(self, splits: Sequence[Split], *, columns: Sequence[str] | None = None,
-             predicate: Predicate | None = None) -> pa.Table:
+             predicate: Predicate | None = None, merge: bool = True) -> pa.Table:
         out_schema = self.output_schema(columns)
         if predicate is not None:
             self.output_schema(sorted(predicate.fields()))  # unknown filter columns fail even with no rows
         if not splits:
             return out_schema.empty_table()
         with ThreadPoolExecutor(max_workers=2) as pool:
-            tables = list(pool.map(lambda s: self.read_split(s, columns=columns, predicate=predicate), splits))
+            tables = list(pool.map(lambda s: self.read_split(s, columns=columns, predicate=predicate, merge=merge),
+                                   splits))
         return pa.concat_tables(tables)
 
     def read_batches(self, splits: Sequence[Split], *, columns: Sequence[str] | None = None,
@@ -182,11 +192,14 @@ class SplitReader:
         if predicate is not None:
             self.output_schema(sorted(predicate.fields()))
         for split in splits:
-            if self._is_pk:
+            if self._is_pk and not self._options.deletion_vectors:
                 yield from self.read_split(split, columns=columns, predicate=predicate).to_batches()
                 continue
             needed = list(dict.fromkeys([*wanted, *(sorted(predicate.fields()) if predicate else [])]))
             for f in split.files:
+                if split.deletion_vectors and f.file_name in split.deletion_vectors:
+                    yield from filter_table(self._read_file(split, f, needed), predicate).select(wanted).to_batches()
+                    continue
                 for batch in self._file_batches(split, f, needed):
                     table = filter_table(pa.Table.from_batches([batch]), predicate).select(wanted)
                     yield from table.to_batches()
@@ -202,7 +215,7 @@ class SplitReader:
                 yield from evolve_table(pa.Table.from_batches([batch]), data_schema, self._schema, columns).to_batches()
 
     def read_split(self, split: Split, *, columns: Sequence[str] | None = None,
-                   predicate: Predicate | None = None) -> pa.Table:
+                   predicate: Predicate | None = None, merge: bool = True) -> pa.Table:
         wanted = list(columns) if columns is not None else list(self._arrow.names)
         needed = list(dict.fromkeys([*wanted, *(sorted(predicate.fields()) if predicate else [])]))
         unknown = [c for c in needed if self._arrow.get_field_index(c) < 0]
@@ -210,9 +223,9 @@ class SplitReader:
             from .errors import SchemaError
 
             raise SchemaError(f"unknown columns {unknown}; the table has {self._arrow.names}")
-        if self._is_pk:
+        if self._is_pk and merge and not self._options.deletion_vectors:
             table = self._merge(split, needed)
-        else:
+        else:  # append files, or merge-on-write files whose replaced rows are deleted by vectors
             parts = [self._read_file(split, f, needed) for f in split.files]
             table = pa.concat_tables(parts) if parts else self.output_schema(needed).empty_table()
         table = filter_table(table, predicate).select(wanted)
@@ -221,7 +234,8 @@ class SplitReader:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _read_file(self, split: Split, f: DataFileMeta, columns: list[str], *, system: Sequence[str] = ()) -> pa.Table:
+    def _read_file(self, split: Split, f: DataFileMeta, columns: list[str], *, system: Sequence[str] = (),
+                   positions: bool = False) -> pa.Table:
         """One file's ``columns`` (current names), evolved to the current schema, plus the
         ``system`` columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) as stored."""
         data_schema = self._schemas(f.schema_id)
@@ -236,7 +250,10 @@ class SplitReader:
         values = evolve_table(raw, data_schema, self._schema, columns)
         for name in extra:
             values = values.append_column(name, raw.column(name))
-        return values
+        if positions:
+            values = values.append_column(ROW_POSITION, pa.array(np.arange(values.num_rows, dtype=np.int64)))
+        keep = deleted_mask((split.deletion_vectors or {}).get(f.file_name), values.num_rows)
+        return values if keep is None else values.filter(pa.array(keep))
 
     def _merge(self, split: Split, needed: list[str]) -> pa.Table:
         sequence_fields = list(self._options.sequence_field or ())
@@ -252,7 +269,7 @@ class SplitReader:
         return self.merge_files(split, columns, drop_retractions=True).select(needed)
 
     def merge_files(self, split: Split, columns: Sequence[str] | None = None, *,
-                    drop_retractions: bool) -> pa.Table:
+                    drop_retractions: bool, extra: pa.Table | None = None) -> pa.Table:
         """The newest row of each key across the split's files, sorted by key, with
         ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``. Retractions (-U, -D) are dropped only when asked
         (a compaction into a lower level must keep them: older rows may live further down)."""
@@ -261,16 +278,19 @@ class SplitReader:
         columns = list(dict.fromkeys([*self._keys, *wanted, *sequence_fields]))
         system = [df.SEQUENCE_NUMBER, df.VALUE_KIND]
         spec = merge_spec_for(self._schema, self._options, keep_deletes=not drop_retractions)
-        if spec is None and len(split.files) > 1:
+        if spec is None and len(split.files) > 1 and extra is None:
             return self._deduplicate_files(split, wanted, sequence_fields, drop_retractions)
         parts = [self._read_file(split, f, columns, system=system) for f in split.files]
+        if extra is not None:  # rows pulled into the merge from elsewhere (older than the files)
+            parts.insert(0, extra.select([*columns, *system]))
         table = pa.concat_tables(parts).combine_chunks()
         if table.num_rows == 0:
             return table.select([*wanted, *system])
         # Files come sorted by min sequence number; when their sequence ranges do not overlap, a
         # row's position already orders it after every older row of its key.
         files = split.files
-        ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
+        ordered = extra is None and all(
+            a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
         order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
                             self._options.sequence_descending, positions_are_arrival=ordered)
         if spec is not None:

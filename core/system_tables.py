@@ -124,9 +124,31 @@ def _tags(table) -> pa.Table:
     })
 
 
+def _read_optimized(table) -> pa.Table:
+    return table.read(read_optimized=True)
+
+
+def _index_files(table) -> pa.Table:
+    entries = table.index_entries(table.latest_snapshot())
+    types = [table.arrow_schema.field(k).type for k in table.partition_keys]
+    keys = list(table.partition_keys)
+    return pa.table({
+        "partition": pa.array([_partition_text(keys, deserialize_row(e.partition, types)) for e in entries],
+                              pa.string()),
+        "bucket": pa.array([e.bucket for e in entries], pa.int32()),
+        "index_type": pa.array([e.file.index_type for e in entries], pa.string()),
+        "file_name": pa.array([e.file.file_name for e in entries], pa.string()),
+        "file_size": pa.array([e.file.file_size for e in entries], pa.int64()),
+        "row_count": pa.array([e.file.row_count for e in entries], pa.int64()),
+        "deleted_rows": pa.array([sum(r.cardinality or 0 for r in e.file.dv_ranges) if e.file.dv_ranges else None
+                                  for e in entries], pa.int64()),
+    })
+
+
 SYSTEM_TABLES: dict[str, Callable] = {
     "snapshots": _snapshots, "schemas": _schemas, "options": _options,
     "files": _files, "manifests": _manifests, "tags": _tags,
+    "read_optimized": _read_optimized, "ro": _read_optimized, "index_files": _index_files,
 }
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from functools import cache, cached_property
 
 import pyarrow as pa
 
-from .binary_row import serialize_row
+from .binary_row import deserialize_row, serialize_row
 from .commit import BATCH_COMMIT_IDENTIFIER, CommitResult, OverwriteSpec, TableCommit, new_commit_user
 from .errors import (
     CommitOutcomeUnknownError,
@@ -16,7 +17,7 @@ from .errors import (
     SnapshotNotFoundError,
     TagNotFoundError,
 )
-from .fs import FileIO
+from .fs import FileIO, join
 from .manifest_io import ManifestIO
 from .names import validate_name
 from .options import CoreOptions
@@ -115,10 +116,21 @@ class Table:
 
             return BucketCompactor(self, writer=writer)
 
+        vectors_cache: list = []
+
+        def restore_vectors(partition: tuple[object, ...], bucket: int):
+            from .index_files import DELETION_VECTORS
+
+            if not vectors_cache:
+                vectors_cache.append((self.deletion_vectors(latest), self.index_files_of(latest, DELETION_VECTORS)))
+            vectors, files = vectors_cache[0]
+            return vectors.get((tuple(partition), bucket), {}), files.get((tuple(partition), bucket), [])
+
         compacting = bool(self.primary_keys) or self.options.bucket > 0  # unaware-bucket writers never compact
         return TableWrite(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
                           sequence_lookup=next_sequence, restore=restore,
-                          compactor_factory=compactor if compacting else None, spill_dir=spill_dir)
+                          compactor_factory=compactor if compacting else None, spill_dir=spill_dir,
+                          restore_vectors=restore_vectors)
 
     def new_commit(self, commit_user: str | None = None) -> TableCommit:
         """A committer for messages of :meth:`new_write` (one per job, on the driver)."""
@@ -227,15 +239,71 @@ class Table:
         return self.snapshot_manager.latest()
 
     def plan(self, *, filter: Predicate | None = None, snapshot_id: int | None = None, tag: str | None = None,
-             timestamp: int | datetime | None = None) -> list[Split]:
-        """The splits a read of the chosen snapshot would read, after pruning by ``filter``."""
+             timestamp: int | datetime | None = None, read_optimized: bool = False,
+             all_levels: bool = False) -> list[Split]:
+        """The splits a read of the chosen snapshot would read, after pruning by ``filter``.
+
+        Tables with deletion vectors read only files above level 0 (each with its deletion
+        vector); ``read_optimized`` reads only what needs no merging (primary-key tables without
+        deletion vectors: the top level). ``all_levels`` plans every live file (compaction).
+        """
         snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
         if snapshot is None:
             return []
         entries = self.manifest_io.live_entries(snapshot, partition_filter=filter)
+        level_filter = None
+        if not all_levels and self.primary_keys:
+            if self.options.deletion_vectors:
+                level_filter = _above_level_0
+            elif read_optimized:
+                top = self.options.num_levels - 1
+                level_filter = lambda level: level == top  # noqa: E731
         planner = ScanPlanner(table_path=self.path, schema=self.schema, options=self.options,
                               schemas=self._schema_by_id)
-        return planner.plan(entries, filter)
+        splits = planner.plan(entries, filter, level_filter=level_filter)
+        if self.options.deletion_vectors and splits:
+            vectors = self.deletion_vectors(snapshot)
+            splits = [replace(s, deletion_vectors=vectors.get((s.partition, s.bucket), {})) for s in splits]
+        return splits
+
+    def index_entries(self, snapshot: Snapshot | None):
+        """The live index files (deletion vectors, hash index) of ``snapshot``."""
+        if snapshot is None or not snapshot.index_manifest:
+            return []
+        return self.index_manifest.read(snapshot.index_manifest)
+
+    def deletion_vectors(self, snapshot: Snapshot | None) -> dict:
+        """``{(partition values, bucket): {data file name: BitMap}}`` of ``snapshot``."""
+        from .index_files import DELETION_VECTORS, read_dv_file
+
+        partition_types = [self.arrow_schema.field(k).type for k in self.partition_keys]
+        out: dict = {}
+        for e in self.index_entries(snapshot):
+            if e.file.index_type != DELETION_VECTORS:
+                continue
+            key = (tuple(deserialize_row(e.partition, partition_types)), e.bucket)
+            out.setdefault(key, {}).update(read_dv_file(self.file_io, self.index_dir, e.file))
+        return out
+
+    def index_files_of(self, snapshot: Snapshot | None, index_type: str) -> dict:
+        """``{(partition values, bucket): [IndexFileMeta]}`` of one index type."""
+        partition_types = [self.arrow_schema.field(k).type for k in self.partition_keys]
+        out: dict = {}
+        for e in self.index_entries(snapshot):
+            if e.file.index_type == index_type:
+                key = (tuple(deserialize_row(e.partition, partition_types)), e.bucket)
+                out.setdefault(key, []).append(e.file)
+        return out
+
+    @cached_property
+    def index_dir(self) -> str:
+        return join(self.path, "index")
+
+    @cached_property
+    def index_manifest(self):
+        from .index_files import IndexManifest
+
+        return IndexManifest(self.file_io, self.manifest_io.manifest_dir, compression=self.options.manifest_compression)
 
     def _reader(self) -> SplitReader:
         self.options.require_supported_for_read()
@@ -244,11 +312,16 @@ class Table:
 
     def read(self, *, columns: Sequence[str] | None = None, filter: Predicate | None = None,
              snapshot_id: int | None = None, tag: str | None = None,
-             timestamp: int | datetime | None = None) -> pa.Table:
-        """Rows of the latest snapshot (or the one chosen by id, tag or time) as a pyarrow Table."""
+             timestamp: int | datetime | None = None, read_optimized: bool = False) -> pa.Table:
+        """Rows of the latest snapshot (or the one chosen by id, tag or time) as a pyarrow Table.
+
+        ``read_optimized`` (Paimon's ``$ro``) reads only files that need no merging: for a
+        primary-key table without deletion vectors the top level, as of its last full compaction.
+        """
         reader = self._reader()
-        splits = self.plan(filter=filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
-        return reader.read(splits, columns=columns, predicate=filter)
+        splits = self.plan(filter=filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp,
+                           read_optimized=read_optimized)
+        return reader.read(splits, columns=columns, predicate=filter, merge=not read_optimized)
 
     def to_batches(self, *, columns: Sequence[str] | None = None, filter: Predicate | None = None,
                    snapshot_id: int | None = None, tag: str | None = None,
@@ -274,7 +347,12 @@ class Table:
     # -- system tables -----------------------------------------------------------------------
 
     def system_table(self, name: str) -> pa.Table:
-        """``snapshots``, ``schemas``, ``options``, ``files``, ``manifests``, ``tags`` as Arrow tables."""
+        """``snapshots``, ``schemas``, ``options``, ``files``, ``manifests``, ``tags``, ``index_files``
+        and ``read_optimized`` (alias ``ro``) as Arrow tables."""
         from . import system_tables
 
         return system_tables.load(self, name)
+
+
+def _above_level_0(level: int) -> bool:
+    return level > 0

@@ -26,6 +26,7 @@ from .binary_row import serialize_row
 from .bucket import bucket_ids
 from .errors import DataError, InvalidOptionError, SchemaError, UnsupportedError
 from .fs import FileIO, join
+from .index_files import IndexFileMeta, write_dv_file
 from .keys import last_per_key, merge_order
 from .manifest import DataFileMeta, SimpleStats
 from .merge import merge, spec_from_options
@@ -61,13 +62,20 @@ class CommitMessage:
     compact_before: tuple[DataFileMeta, ...] = ()
     compact_after: tuple[DataFileMeta, ...] = ()
     compact_changelog: tuple[DataFileMeta, ...] = ()
+    # index files (deletion vectors, hash index) added and removed, with the new files / with the compaction
+    new_index_files: tuple[IndexFileMeta, ...] = ()
+    deleted_index_files: tuple[IndexFileMeta, ...] = ()
+    compact_index_added: tuple[IndexFileMeta, ...] = ()
+    compact_index_deleted: tuple[IndexFileMeta, ...] = ()
 
     def is_empty(self) -> bool:
-        return not (self.new_files or self.deleted_files or self.changelog_files or self.has_compaction)
+        return not (self.new_files or self.deleted_files or self.changelog_files or self.has_compaction
+                    or self.new_index_files or self.deleted_index_files)
 
     @property
     def has_compaction(self) -> bool:
-        return bool(self.compact_before or self.compact_after or self.compact_changelog)
+        return bool(self.compact_before or self.compact_after or self.compact_changelog
+                    or self.compact_index_added or self.compact_index_deleted)
 
     def all_written_files(self) -> tuple[DataFileMeta, ...]:
         """Files this message's writer created (for clean-up of a commit known to have failed)."""
@@ -105,19 +113,32 @@ class _BucketState:
     compact_after: list[DataFileMeta] = field(default_factory=list)
     compact_changelog: list[DataFileMeta] = field(default_factory=list)
     total_buckets: int = -1
+    vectors: dict | None = None  # deletion vectors of the live files (tables with deletion vectors)
+    vector_files: list[IndexFileMeta] = field(default_factory=list)  # their committed index files
+    vectors_changed: bool = False
 
-    def take_message(self, partition: tuple[object, ...], bucket: int) -> CommitMessage:
+    def take_message(self, partition: tuple[object, ...], bucket: int, write_vectors=None) -> CommitMessage:
+        added: tuple[IndexFileMeta, ...] = ()
+        deleted: tuple[IndexFileMeta, ...] = ()
+        if self.vectors_changed and write_vectors is not None:
+            live = {k: v for k, v in (self.vectors or {}).items() if v}
+            new = write_vectors(partition, bucket, live) if live else None
+            added, deleted = ((new,) if new else ()), tuple(self.vector_files)
+            self.vector_files, self.vectors_changed = ([new] if new else []), False
         message = CommitMessage(partition=partition, bucket=bucket, total_buckets=self.total_buckets,
                                 new_files=tuple(self.new_files), changelog_files=tuple(self.changelog),
                                 compact_before=tuple(self.compact_before), compact_after=tuple(self.compact_after),
-                                compact_changelog=tuple(self.compact_changelog))
+                                compact_changelog=tuple(self.compact_changelog),
+                                compact_index_added=added, compact_index_deleted=deleted)
         self.new_files, self.changelog = [], []
         self.compact_before, self.compact_after, self.compact_changelog = [], [], []
         return message
 
     def apply_compaction(self, before: Sequence[DataFileMeta], after: Sequence[DataFileMeta],
-                         changelog: Sequence[DataFileMeta]) -> list[DataFileMeta]:
+                         changelog: Sequence[DataFileMeta], vectors: dict | None = None) -> list[DataFileMeta]:
         """Record a compaction; returns files it made obsolete that nothing committed knows (to delete)."""
+        if vectors is not None:
+            self.vectors, self.vectors_changed = vectors, True
         gone = {(f.file_name, f.level) for f in before}
         self.files = [f for f in self.files if (f.file_name, f.level) not in gone] + list(after)
         mine = {(f.file_name, f.level) for f in self.compact_after}
@@ -237,7 +258,8 @@ class TableWrite:
 
     def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
                  next_sequence: dict[tuple[tuple[object, ...], int], int] | None = None,
-                 sequence_lookup=None, restore=None, compactor_factory=None, spill_dir: str | None = None) -> None:
+                 sequence_lookup=None, restore=None, compactor_factory=None, spill_dir: str | None = None,
+                 restore_vectors=None) -> None:
         options.require_supported_for_write()
         self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
         self._arrow_schema = schema.arrow_schema()
@@ -255,6 +277,7 @@ class TableWrite:
         self._buffered = 0
         self._sequence_lookup = sequence_lookup  # (partition, bucket) -> next sequence number
         self._restore = restore  # (partition, bucket) -> live files of the snapshot the writer started from
+        self._restore_vectors = restore_vectors  # (partition, bucket) -> (deletion vectors, their index files)
         self._compactor_factory = compactor_factory  # TableWrite -> BucketCompactor (None: never compact)
         self._compactor = None
         self._states: dict[tuple[tuple[object, ...], int], _BucketState] = {}
@@ -447,8 +470,12 @@ class TableWrite:
         key = (partition, bucket)
         state = self._states.get(key)
         if state is None:
-            files = list(self._restore(partition, bucket)) if (self._restore is not None and self.compacts) else []
+            may_compact = self._compactor_factory is not None  # write-only writers still compact on request
+            files = list(self._restore(partition, bucket)) if (self._restore is not None and may_compact) else []
             state = self._states[key] = _BucketState(files=files, total_buckets=self._bucket if self._bucket > 0 else -1)
+            if self._options.deletion_vectors and self._restore_vectors is not None and may_compact:
+                vectors, index_files = self._restore_vectors(partition, bucket)
+                state.vectors, state.vector_files = dict(vectors), list(index_files)
         return state
 
     def _flush_group(self, group: _Group) -> None:
@@ -515,10 +542,11 @@ class TableWrite:
 
     def _compact(self, partition: tuple[object, ...], bucket: int, *, full: bool) -> None:
         state = self._state(partition, bucket)
-        result = self._compactor_of().compact(partition, bucket, state.total_buckets, state.files, full=full)
+        result = self._compactor_of().compact(partition, bucket, state.total_buckets, state.files, full=full,
+                                              vectors=state.vectors)
         if result is None:
             return
-        obsolete = state.apply_compaction(result.before, result.after, result.changelog)
+        obsolete = state.apply_compaction(result.before, result.after, result.changelog, result.vectors)
         directory = self.bucket_dir(partition, bucket)
         for f in obsolete:
             with contextlib.suppress(Exception):
@@ -554,10 +582,13 @@ class TableWrite:
                 self._compact(*key, full=full)
         messages = []
         for key, state in self._states.items():
-            message = state.take_message(*key)
+            message = state.take_message(*key, write_vectors=self._write_vectors)
             if not message.is_empty():
                 messages.append(message)
         return messages
+
+    def _write_vectors(self, partition: tuple[object, ...], bucket: int, vectors: dict) -> IndexFileMeta:
+        return write_dv_file(self._file_io, join(self._path, "index"), vectors)
 
     def pending_messages(self) -> list[CommitMessage]:
         """Files written but not yet handed out by ``prepare_commit`` (to clean up after a failure)."""
