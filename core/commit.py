@@ -259,11 +259,9 @@ class TableCommit:
     def _next_index_manifest(self, latest, delta, overwrite, adds, deletes):
         """None when the index files do not change; else ``(True, live entries)`` to write a new
         index manifest, or ``(None, None)`` for a table left without index files. An overwrite
-        drops the index files of the buckets it empties."""
-        if overwrite is not None:
-            deleted_buckets = {(e.partition, e.bucket) for e in delta if e.kind is FileKind.DELETE}
-            added_buckets = {(e.partition, e.bucket) for e in delta if e.kind is FileKind.ADD}
-            emptied = deleted_buckets - added_buckets
+        drops the index files of the buckets whose files it deletes (the new files bring theirs)."""
+        if overwrite is not None:  # the overwritten buckets' old index files go with their data
+            emptied = {(e.partition, e.bucket) for e in delta if e.kind is FileKind.DELETE}
         else:
             emptied = set()
         if not adds and not deletes and not emptied:

@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 from functools import cache, cached_property
 
+import numpy as np
 import pyarrow as pa
 
 from .binary_row import deserialize_row, serialize_row
@@ -80,12 +81,13 @@ class Table:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def new_write(self, *, spill_dir: str | None = None) -> TableWrite:
+    def new_write(self, *, spill_dir: str | None = None, overwrite: bool = False) -> TableWrite:
         """A writer producing commit messages (for distributed writers: one per task).
 
         It starts from the latest snapshot: sequence numbers continue there, and a writer that
         compacts (not ``write-only``) knows the bucket files it may compact. ``spill_dir`` is
         the local directory for spilled sorted runs (default: the system temp directory).
+        A writer for an ``overwrite`` commit starts from nothing and never compacts.
         """
         latest = self.snapshot_manager.latest()
         partition_types = [self.arrow_schema.field(k).type for k in self.partition_keys]
@@ -101,6 +103,8 @@ class Table:
             return live
 
         def restore(partition: tuple[object, ...], bucket: int) -> list:
+            if overwrite:
+                return []
             return bucket_files().get((serialize_row(list(partition), partition_types), bucket), [])
 
         def next_sequence(partition: tuple[object, ...], bucket: int) -> int:
@@ -126,11 +130,29 @@ class Table:
             vectors, files = vectors_cache[0]
             return vectors.get((tuple(partition), bucket), {}), files.get((tuple(partition), bucket), [])
 
-        compacting = bool(self.primary_keys) or self.options.bucket > 0  # unaware-bucket writers never compact
+        hash_cache: list = []
+
+        def restore_hashes(partition: tuple[object, ...]) -> dict:
+            """``{bucket: (key hashes, HASH index file)}`` of one partition (dynamic bucket mode)."""
+            from .index_files import HASH, read_hash_file
+
+            if overwrite:
+                return {}
+            if not hash_cache:
+                hash_cache.append(self.index_files_of(latest, HASH))
+            out = {}
+            for (values, bucket), metas in hash_cache[0].items():
+                if values == tuple(partition):
+                    hashes = [read_hash_file(self.file_io, self.index_dir, m) for m in metas]
+                    out[bucket] = (np.concatenate(hashes) if hashes else np.zeros(0, np.int32), metas)
+            return out
+
+        # unaware-bucket append writers and overwrite writers never compact
+        compacting = (bool(self.primary_keys) or self.options.bucket > 0) and not overwrite
         return TableWrite(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
                           sequence_lookup=next_sequence, restore=restore,
                           compactor_factory=compactor if compacting else None, spill_dir=spill_dir,
-                          restore_vectors=restore_vectors)
+                          restore_vectors=restore_vectors, restore_hashes=restore_hashes)
 
     def new_commit(self, commit_user: str | None = None) -> TableCommit:
         """A committer for messages of :meth:`new_write` (one per job, on the driver)."""
@@ -156,7 +178,7 @@ class Table:
         existing = committer.already_committed(identifier)
         if existing is not None:
             return committer.commit([], commit_identifier=identifier)
-        with self.new_write() as writer:
+        with self.new_write(overwrite=spec is not None) as writer:
             try:
                 writer.write(data, row_kinds=row_kinds)
                 messages = writer.prepare_commit()

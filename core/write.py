@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -23,10 +23,11 @@ import pyarrow.parquet as pq
 
 from . import data_file as df
 from .binary_row import serialize_row
-from .bucket import bucket_ids
+from .bucket import bucket_ids, hash_codes
+from .bucket_index import DynamicBucketOptions, PartitionBucketIndex
 from .errors import DataError, InvalidOptionError, SchemaError, UnsupportedError
 from .fs import FileIO, join
-from .index_files import IndexFileMeta, write_dv_file
+from .index_files import IndexFileMeta, write_dv_file, write_hash_file
 from .keys import last_per_key, merge_order
 from .manifest import DataFileMeta, SimpleStats
 from .merge import merge, spec_from_options
@@ -259,7 +260,7 @@ class TableWrite:
     def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
                  next_sequence: dict[tuple[tuple[object, ...], int], int] | None = None,
                  sequence_lookup=None, restore=None, compactor_factory=None, spill_dir: str | None = None,
-                 restore_vectors=None) -> None:
+                 restore_vectors=None, restore_hashes=None) -> None:
         options.require_supported_for_write()
         self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
         self._arrow_schema = schema.arrow_schema()
@@ -267,8 +268,10 @@ class TableWrite:
         self._partition_keys = list(schema.partition_keys)
         self._is_pk = bool(schema.primary_keys)
         self._bucket = options.bucket
-        if self._is_pk and self._bucket == -1:
-            raise UnsupportedError("dynamic bucket mode (bucket = -1 on a primary-key table) is not supported yet")
+        self._dynamic = self._is_pk and self._bucket == -1
+        if self._dynamic and not set(schema.partition_keys) <= set(schema.primary_keys):
+            raise UnsupportedError("cross-partition upsert (dynamic buckets with a primary key that does not "
+                                   "contain every partition key) is not supported yet")
         if not self._is_pk and self._bucket > 0 and not options.bucket_key:
             raise InvalidOptionError("bucket", str(self._bucket),
                                      "an append table with fixed buckets needs 'bucket-key'")
@@ -278,6 +281,9 @@ class TableWrite:
         self._sequence_lookup = sequence_lookup  # (partition, bucket) -> next sequence number
         self._restore = restore  # (partition, bucket) -> live files of the snapshot the writer started from
         self._restore_vectors = restore_vectors  # (partition, bucket) -> (deletion vectors, their index files)
+        self._restore_hashes = restore_hashes  # partition -> {bucket: (key hashes, HASH index files)}
+        self._bucket_indexes: dict[tuple[object, ...], PartitionBucketIndex] = {}
+        self._hash_files: dict[tuple[tuple[object, ...], int], list[IndexFileMeta]] = {}
         self._compactor_factory = compactor_factory  # TableWrite -> BucketCompactor (None: never compact)
         self._compactor = None
         self._states: dict[tuple[tuple[object, ...], int], _BucketState] = {}
@@ -349,14 +355,19 @@ class TableWrite:
                 return
         table = table.combine_chunks()
         partitions = group_by_partition(table, self._partition_keys)
-        buckets = None
+        buckets = hashes = None
         if self._bucket > 0:
             buckets = bucket_ids([table.column(k) for k in self._bucket_keys], self._bucket).astype(np.int16)
+        elif self._dynamic:
+            hashes = hash_codes([table.column(k) for k in self._pk])
         for values, rows in zip(partitions.values, partitions.row_indices, strict=True):
-            if buckets is None:
+            if hashes is not None:
+                row_buckets = self._bucket_index(values).assign(hashes[rows]).astype(np.int16)
+            elif buckets is None:
                 self._add(values, 0, table, rows, kinds[rows])
                 continue
-            row_buckets = buckets[rows]
+            else:
+                row_buckets = buckets[rows]
             order = np.argsort(row_buckets, kind="stable")  # radix sort on int16: rows stay ascending per bucket
             sorted_buckets = row_buckets[order]
             cuts = np.flatnonzero(np.diff(sorted_buckets)) + 1
@@ -364,6 +375,27 @@ class TableWrite:
                 selected = rows[chunk]
                 self._add(values, int(row_buckets[chunk[0]]), table, selected, kinds[selected])
         self._relieve_memory()
+
+    def _bucket_index(self, partition: tuple[object, ...]) -> PartitionBucketIndex:
+        index = self._bucket_indexes.get(partition)
+        if index is None:
+            index = PartitionBucketIndex(DynamicBucketOptions.from_options(self._schema.options))
+            for bucket, (hashes, files) in (self._restore_hashes(partition) if self._restore_hashes else {}).items():
+                index.hashes[bucket] = np.unique(hashes).astype(np.int32)
+                self._hash_files[(partition, bucket)] = list(files)
+            self._bucket_indexes[partition] = index
+        return index
+
+    def _hash_index_changes(self, partition: tuple[object, ...], bucket: int):
+        """New HASH index file of a bucket whose keys changed, and the files it replaces."""
+        index = self._bucket_indexes.get(partition)
+        if index is None or bucket not in index.changed:
+            return (), ()
+        index.changed.discard(bucket)
+        new = write_hash_file(self._file_io, join(self._path, "index"), index.hashes[bucket])
+        old = self._hash_files.get((partition, bucket), [])
+        self._hash_files[(partition, bucket)] = [new]
+        return (new,), tuple(old)
 
     def _add(self, partition: tuple[object, ...], bucket: int, table: pa.Table, rows: np.ndarray,
              kinds: np.ndarray) -> None:
@@ -583,6 +615,9 @@ class TableWrite:
         messages = []
         for key, state in self._states.items():
             message = state.take_message(*key, write_vectors=self._write_vectors)
+            if self._dynamic:
+                added, deleted = self._hash_index_changes(*key)
+                message = replace(message, new_index_files=added, deleted_index_files=deleted)
             if not message.is_empty():
                 messages.append(message)
         return messages
