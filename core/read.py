@@ -266,6 +266,9 @@ class SplitReader:
             kinds = table.column(df.VALUE_KIND)
             table = table.filter(pc.or_(pc.equal(kinds, df.ROW_KIND_INSERT), pc.equal(kinds, df.ROW_KIND_UPDATE_AFTER)))
             return table.select(needed)
+        if self._options.merge_engine.value != "deduplicate":
+            # the engine's rules may name any column (sequence groups, aggregates): merge whole rows
+            columns = list(dict.fromkeys([*columns, *self._arrow.names]))
         return self.merge_files(split, columns, drop_retractions=True).select(needed)
 
     def merge_files(self, split: Split, columns: Sequence[str] | None = None, *,

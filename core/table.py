@@ -17,6 +17,7 @@ from .errors import (
     InvalidArgumentError,
     SnapshotNotFoundError,
     TagNotFoundError,
+    UnsupportedError,
 )
 from .fs import FileIO, join
 from .manifest_io import ManifestIO
@@ -152,7 +153,10 @@ class Table:
         return TableWrite(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
                           sequence_lookup=next_sequence, restore=restore,
                           compactor_factory=compactor if compacting else None, spill_dir=spill_dir,
-                          restore_vectors=restore_vectors, restore_hashes=restore_hashes)
+                          restore_vectors=restore_vectors, restore_hashes=restore_hashes,
+                          restore_keys=lambda: self.read(columns=list(dict.fromkeys(
+                              [*self.primary_keys, *self.partition_keys])), snapshot_id=latest.id)
+                          if latest is not None else None)
 
     def new_commit(self, commit_user: str | None = None) -> TableCommit:
         """A committer for messages of :meth:`new_write` (one per job, on the driver)."""
@@ -173,6 +177,9 @@ class Table:
         commits nothing and reports the existing snapshot.
         """
         spec = self._overwrite_spec(overwrite)  # checked before any file is written
+        if spec is not None and self.options.bucket == -1 and self.primary_keys \
+                and not set(self.partition_keys) <= set(self.primary_keys):
+            raise UnsupportedError("overwrite of a cross-partition upsert table is not supported yet")
         committer = self.new_commit(commit_user)
         identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
         existing = committer.already_committed(identifier)

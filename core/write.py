@@ -25,6 +25,7 @@ from . import data_file as df
 from .binary_row import serialize_row
 from .bucket import bucket_ids, hash_codes
 from .bucket_index import DynamicBucketOptions, PartitionBucketIndex
+from .cross_partition import CrossPartitionRouter
 from .errors import DataError, InvalidOptionError, SchemaError, UnsupportedError
 from .fs import FileIO, join
 from .index_files import IndexFileMeta, write_dv_file, write_hash_file
@@ -260,7 +261,7 @@ class TableWrite:
     def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
                  next_sequence: dict[tuple[tuple[object, ...], int], int] | None = None,
                  sequence_lookup=None, restore=None, compactor_factory=None, spill_dir: str | None = None,
-                 restore_vectors=None, restore_hashes=None) -> None:
+                 restore_vectors=None, restore_hashes=None, restore_keys=None) -> None:
         options.require_supported_for_write()
         self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
         self._arrow_schema = schema.arrow_schema()
@@ -269,9 +270,8 @@ class TableWrite:
         self._is_pk = bool(schema.primary_keys)
         self._bucket = options.bucket
         self._dynamic = self._is_pk and self._bucket == -1
-        if self._dynamic and not set(schema.partition_keys) <= set(schema.primary_keys):
-            raise UnsupportedError("cross-partition upsert (dynamic buckets with a primary key that does not "
-                                   "contain every partition key) is not supported yet")
+        self._cross_partition = self._dynamic and not set(schema.partition_keys) <= set(schema.primary_keys)
+        self._router: CrossPartitionRouter | None = None
         if not self._is_pk and self._bucket > 0 and not options.bucket_key:
             raise InvalidOptionError("bucket", str(self._bucket),
                                      "an append table with fixed buckets needs 'bucket-key'")
@@ -282,6 +282,7 @@ class TableWrite:
         self._restore = restore  # (partition, bucket) -> live files of the snapshot the writer started from
         self._restore_vectors = restore_vectors  # (partition, bucket) -> (deletion vectors, their index files)
         self._restore_hashes = restore_hashes  # partition -> {bucket: (key hashes, HASH index files)}
+        self._restore_keys = restore_keys  # () -> primary and partition keys of every live row (cross-partition)
         self._bucket_indexes: dict[tuple[object, ...], PartitionBucketIndex] = {}
         self._hash_files: dict[tuple[tuple[object, ...], int], list[IndexFileMeta]] = {}
         self._compactor_factory = compactor_factory  # TableWrite -> BucketCompactor (None: never compact)
@@ -354,6 +355,10 @@ class TableWrite:
             if table.num_rows == 0:
                 return
         table = table.combine_chunks()
+        if self._cross_partition:
+            table, kinds = self._router_of().route(table, kinds)
+            if table.num_rows == 0:
+                return
         partitions = group_by_partition(table, self._partition_keys)
         buckets = hashes = None
         if self._bucket > 0:
@@ -375,6 +380,14 @@ class TableWrite:
                 selected = rows[chunk]
                 self._add(values, int(row_buckets[chunk[0]]), table, selected, kinds[selected])
         self._relieve_memory()
+
+    def _router_of(self) -> CrossPartitionRouter:
+        if self._router is None:
+            existing = self._restore_keys() if self._restore_keys is not None else None
+            partition_schema = pa.schema([self._arrow_schema.field(k) for k in self._partition_keys])
+            self._router = CrossPartitionRouter(list(self._schema.primary_keys), self._partition_keys,
+                                                self._options.merge_engine, partition_schema, existing)
+        return self._router
 
     def _bucket_index(self, partition: tuple[object, ...]) -> PartitionBucketIndex:
         index = self._bucket_indexes.get(partition)

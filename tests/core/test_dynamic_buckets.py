@@ -88,11 +88,7 @@ def test_compaction_and_merge_engines_work_per_dynamic_bucket(catalog):
     assert {r["id"]: r["v"] for r in t.read().to_pylist()} == {i: ("b" if i % 5 == 0 else "a") for i in range(20)}
 
 
-def test_cross_partition_upsert_and_bad_options_are_refused(catalog):
-    t = catalog.create_table("db.x", SCHEMA, primary_keys=["id"], partition_keys=["dt"], options={"bucket": "-1"})
-    with pytest.raises(UnsupportedError, match="cross-partition"):
-        t.write(rows([1]))
-    assert t.latest_snapshot() is None
+def test_bad_dynamic_bucket_options_are_refused(catalog):
     with pytest.raises(InvalidOptionError, match="target-row-num"):
         DynamicBucketOptions.from_options({"dynamic-bucket.target-row-num": "0"})
 
@@ -115,3 +111,66 @@ def test_assignment_is_stable_and_bounded(batches, target, max_buckets):
     else:
         assert all(b < max_buckets for b in sizes)
     assert sum(sizes.values()) == len(seen)
+
+
+XSCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                     ("v", pa.int64())])
+
+
+def xrows(*items) -> pa.Table:
+    return pa.table({"id": [i[0] for i in items], "dt": [i[1] for i in items], "v": [i[2] for i in items]},
+                    schema=XSCHEMA)
+
+
+@pytest.mark.parametrize("engine,expected", [
+    # seed 004: deduplicate moves the key (deletes it from the old partition)
+    ("deduplicate", [(1, "b", 5), (2, "d", 2), (3, "b", 30)]),
+    # partial-update and aggregation update the key where it already lives
+    ("partial-update", [(1, "a", 5), (2, "a", 2), (3, "b", 30)]),
+    ("aggregation", [(1, "a", 15), (2, "a", 23), (3, "b", 30)]),
+    # first-row keeps the old row and ignores the new one
+    ("first-row", [(1, "a", 10), (2, "a", 20), (3, "b", 30)]),
+])
+def test_cross_partition_upsert_follows_the_merge_engine(catalog, engine, expected):
+    options = {"bucket": "-1", "merge-engine": engine}
+    if engine == "aggregation":
+        options["fields.v.aggregate-function"] = "sum"
+    t = catalog.create_table("db.x", XSCHEMA, primary_keys=["id"], partition_keys=["dt"], options=options)
+    t.write(xrows((1, "a", 10), (2, "a", 20)))
+    t.write(xrows((1, "b", 5), (3, "b", 30)))
+    t.write(xrows((2, "c", 1), (2, "d", 2)))  # one key, two partitions, one batch
+    assert sorted((r["id"], r["dt"], r["v"]) for r in t.read().to_pylist()) == expected
+    assert t.read(columns=["id"]).num_rows == 3  # never a key in two partitions
+    t.compact(full=True)
+    assert sorted((r["id"], r["dt"], r["v"]) for r in t.read().to_pylist()) == expected
+
+
+def test_cross_partition_deletes_go_where_the_key_lives(catalog):
+    t = catalog.create_table("db.xd", XSCHEMA, primary_keys=["id"], partition_keys=["dt"], options={"bucket": "-1"})
+    t.write(xrows((1, "a", 1), (2, "b", 2)))
+    t.write(xrows((1, "zzz", 0)), row_kinds="-D")  # the partition value of a delete does not matter
+    assert [(r["id"], r["dt"]) for r in t.read().to_pylist()] == [(2, "b")]
+    with pytest.raises(UnsupportedError, match="overwrite"):
+        t.write(xrows((3, "a", 3)), overwrite=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(ops=st.lists(st.tuples(st.booleans(), st.lists(st.tuples(st.integers(0, 8), st.sampled_from("abc")),
+                                                       min_size=1, max_size=6)), min_size=1, max_size=6))
+def test_cross_partition_deduplicate_matches_a_model(tmp_path_factory, ops):
+    catalog = Catalog(str(tmp_path_factory.mktemp("xmodel")))
+    catalog.create_database("db")
+    t = catalog.create_table("db.m", XSCHEMA, primary_keys=["id"], partition_keys=["dt"],
+                             options={"bucket": "-1", "dynamic-bucket.target-row-num": "3"})
+    model: dict[int, tuple] = {}
+    for step, (delete, items) in enumerate(ops):
+        batch = xrows(*((k, p, step) for k, p in items))
+        if delete:
+            t.write(batch, row_kinds="-D")
+            for k, _ in items:
+                model.pop(k, None)
+        else:
+            t.write(batch)
+            for k, p in items:
+                model[k] = (p, step)
+        assert {r["id"]: (r["dt"], r["v"]) for r in t.read().to_pylist()} == model

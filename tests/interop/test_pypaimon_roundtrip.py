@@ -453,3 +453,18 @@ def test_dynamic_bucket_tables_share_one_hash_index(tmp_path):
     oracle.read(wh, "db.t")
     (final,) = oracle.run()
     assert canonical(final) == canonical(t.read())
+
+
+def test_pypaimon_reads_our_cross_partition_upserts(tmp_path):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                        ("v", pa.string())])
+    wh = tmp_path / "wh"
+    catalog = Catalog(str(wh))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], partition_keys=["dt"], options={"bucket": "-1"})
+    t.write(pa.table({"id": [1, 2, 3], "dt": ["a", "a", "b"], "v": ["x", "y", "z"]}, schema=schema))
+    t.write(pa.table({"id": [1, 3], "dt": ["c", "a"], "v": ["moved", "moved"]}, schema=schema))
+    oracle = Oracle(tmp_path)
+    oracle.read(wh, "db.t")
+    (theirs,) = oracle.run()
+    assert canonical(theirs) == canonical(t.read()) == [(1, "c", "moved"), (2, "a", "y"), (3, "a", "moved")]
