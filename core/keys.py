@@ -17,10 +17,12 @@ import pyarrow.compute as pc
 
 def merge_order(table: pa.Table, keys: Sequence[str], arrival: str | np.ndarray,
                 sequence_fields: Sequence[str] = (), descending: bool = False, *,
-                positions_are_arrival: bool = False) -> np.ndarray:
+                positions_are_arrival: bool = False, kinds: str | np.ndarray | None = None) -> np.ndarray:
     """Indices sorting ``table`` by key, then oldest to newest.
 
     ``arrival`` (a column name or an array) orders rows with equal keys and equal sequence fields.
+    With ``kinds`` (a row-kind column name or array) a retraction is older than an insert or update
+    with equal sequence fields (``sequence.auto-padding = row-kind-flag``).
     With ``positions_are_arrival`` the caller promises that among rows with equal keys, position
     already is arrival order (e.g. key-unique files concatenated in sequence order): a stable sort
     on the key alone then suffices, which is much faster.
@@ -36,6 +38,10 @@ def merge_order(table: pa.Table, keys: Sequence[str], arrival: str | np.ndarray,
     columns["arrival"] = arrival_values
     sort_keys = [(f"k{i}", "ascending") for i in range(len(keys))]
     sort_keys += [(f"s{i}", order, nulls) for i in range(len(sequence_fields))]
+    if kinds is not None:  # 'sequence.auto-padding' = row-kind-flag: among equal sequence values, adds are newer
+        codes = table.column(kinds).to_numpy() if isinstance(kinds, str) else np.asarray(kinds)
+        columns["flag"] = pa.array(((codes == 0) | (codes == 2)).astype(np.int8))
+        sort_keys.append(("flag", "ascending"))
     sort_keys.append(("arrival", "ascending"))
     return pc.sort_indices(pa.table(columns), sort_keys=sort_keys).to_numpy()
 

@@ -164,6 +164,9 @@ IGNORE_DELETE = _opt("ignore-delete", False, parse_bool, "Ignore -D and -U rows.
                      "deduplicate.ignore-delete", "first-row.ignore-delete", "partial-update.ignore-delete")
 ROWKIND_FIELD = _opt("rowkind.field", None, _text, "A STRING column holding each row's kind (+I, -U, +U, -D).")
 SEQUENCE_FIELD = _opt("sequence.field", None, _text, "Fields that order rows of one key instead of arrival.")
+SEQUENCE_AUTO_PADDING = _opt("sequence.auto-padding", None, _text,
+                              "row-kind-flag (a retraction is older than an insert with equal sequence "
+                              "fields), second-to-micro, millis-to-micro (ties broken by arrival).")
 SEQUENCE_FIELD_SORT_ORDER = _opt("sequence.field.sort-order", "ascending", _choice("ascending", "descending"),
                                  "ascending: a larger sequence field is newer; descending: a smaller one is.")
 CHANGELOG_PRODUCER = _opt("changelog-producer", ChangelogProducer.NONE,
@@ -229,7 +232,7 @@ _KNOWN_PLAIN_KEYS = frozenset({
     "streaming-read-overwrite", "streaming-read-mode", "continuous.discovery-interval",
     "dynamic-bucket.target-row-num", "dynamic-bucket.initial-buckets", "dynamic-bucket.max-buckets",
     "dynamic-bucket.assigner-parallelism", "cross-partition-upsert.index-ttl",
-    "sequence.auto-padding", "partial-update.remove-record-on-delete",
+    "partial-update.remove-record-on-delete",
     "partial-update.remove-record-on-sequence-group", "aggregation.remove-record-on-delete",
     "first-row.ignore-delete", "deduplicate.ignore-delete", "partial-update.ignore-delete",
     "deletion-vectors.bitmap64", "deletion-vectors.index-file.target-size", "deletion-vectors.merge-on-read",
@@ -332,6 +335,7 @@ class CoreOptions:
     rowkind_field: str | None
     sequence_field: tuple[str, ...] | None
     sequence_descending: bool
+    row_kind_flag: bool
     changelog_producer: ChangelogProducer
     partition_default_name: str
     partition_legacy_name: bool
@@ -384,6 +388,7 @@ class CoreOptions:
             rowkind_field=p[ROWKIND_FIELD.key],
             sequence_field=split(p[SEQUENCE_FIELD.key]),
             sequence_descending=p[SEQUENCE_FIELD_SORT_ORDER.key] == "descending",
+            row_kind_flag="row-kind-flag" in _auto_padding(p[SEQUENCE_AUTO_PADDING.key], p[SEQUENCE_FIELD.key]),
             changelog_producer=p[CHANGELOG_PRODUCER.key],
             partition_default_name=p[PARTITION_DEFAULT_NAME.key],
             partition_legacy_name=p[PARTITION_LEGACY_NAME.key],
@@ -424,16 +429,12 @@ class CoreOptions:
         if self.deletion_vectors and "deletion-vectors.bitmap64" in self.raw and \
                 self.raw["deletion-vectors.bitmap64"].strip().lower() == "true":
             raise UnsupportedError("deletion-vectors.bitmap64=true is not supported (64-bit deletion vectors)")
-        if "sequence.auto-padding" in self.raw:
-            raise UnsupportedError("sequence.auto-padding is not supported yet")
         if self.bucket == -2:
             raise UnsupportedError("bucket=-2 (postpone bucket) is not supported")
 
     def require_supported_for_read(self) -> None:
         """Raise UnsupportedError where reading with this version would give wrong rows."""
         self._check_merge_engine()
-        if "sequence.auto-padding" in self.raw:
-            raise UnsupportedError("sequence.auto-padding is not supported yet")
 
     def _check_merge_engine(self) -> None:
         """Raise UnsupportedError / InvalidOptionError for merge-engine settings we cannot honour."""
@@ -441,6 +442,22 @@ class CoreOptions:
             from .merge import spec_from_options
 
             spec_from_options(self.raw)
+
+
+def _auto_padding(value: str | None, sequence_field: str | None) -> set[str]:
+    """Paimon 0.x's ``sequence.auto-padding`` values. ``second-to-micro`` and ``millis-to-micro``
+    padded sequence numbers so that rows with equal coarse timestamps keep arrival order; our
+    ordering always breaks such ties by arrival, so they need nothing more."""
+    if not value:
+        return set()
+    chosen = {v.strip().lower() for v in value.split(",") if v.strip()}
+    unknown = chosen - {"row-kind-flag", "second-to-micro", "millis-to-micro"}
+    if unknown:
+        raise InvalidOptionError("sequence.auto-padding", value,
+                                 "expected row-kind-flag, second-to-micro and/or millis-to-micro")
+    if not sequence_field:
+        raise InvalidOptionError("sequence.auto-padding", value, "needs 'sequence.field'")
+    return chosen
 
 
 def all_options() -> list[Option[Any]]:

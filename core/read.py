@@ -295,7 +295,8 @@ class SplitReader:
         ordered = extra is None and all(
             a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
         order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
-                            self._options.sequence_descending, positions_are_arrival=ordered)
+                            self._options.sequence_descending, positions_are_arrival=ordered,
+                            kinds=df.VALUE_KIND if self._options.row_kind_flag else None)
         if spec is not None:
             merged = merge(table.take(pa.array(order)), self._keys, spec)
             return merged.select([*wanted, *system])
@@ -321,7 +322,8 @@ class SplitReader:
             return _with_system_columns(self.output_schema(wanted).empty_table())
         ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
         order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
-                            self._options.sequence_descending, positions_are_arrival=ordered)
+                            self._options.sequence_descending, positions_are_arrival=ordered,
+                            kinds=df.VALUE_KIND if self._options.row_kind_flag else None)
         keep = last_per_key(table.select(self._keys).take(pa.array(order)), self._keys)
         if drop_retractions:
             kinds = table.column(df.VALUE_KIND).to_numpy()[order]

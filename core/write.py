@@ -461,7 +461,7 @@ class TableWrite:
             return None
         source, kinds, sequence = self._take_buffer(group)
         rows = np.arange(source.num_rows, dtype=np.int64)
-        order, last = self._sort_and_fold(source, rows)
+        order, last = self._sort_and_fold(source, rows, kinds)
         if self._options.changelog_producer is ChangelogProducer.INPUT:
             # 'input': every input row, sorted by key and sequence, unfolded (Paimon writes the
             # write buffer as it is before merging it)
@@ -502,7 +502,8 @@ class TableWrite:
         if memory is not None and memory.num_rows:
             runs.append(iter_slices(memory))
         sequence_fields = list(self._options.sequence_field or ())
-        for chunk in merge_runs(runs, self._pk, sequence_fields, self._options.sequence_descending):
+        for chunk in merge_runs(runs, self._pk, sequence_fields, self._options.sequence_descending,
+                                row_kind_flag=self._options.row_kind_flag):
             if self._merge_spec is None:
                 keep = last_per_key(chunk.select(self._pk), self._pk)
                 yield chunk if keep.all() else chunk.filter(pa.array(keep))
@@ -670,7 +671,8 @@ class TableWrite:
             for start, length in self._roll(table)
         ]
 
-    def _sort_and_fold(self, source: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    def _sort_and_fold(self, source: pa.Table, rows: np.ndarray,
+                       kinds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """The key order of ``rows`` (positions into it) and a mask of the last arrival of each key
         (None when every key is unique).
 
@@ -679,8 +681,9 @@ class TableWrite:
         """
         sequence_fields = list(self._options.sequence_field or ())
         keys = source.select([*self._pk, *sequence_fields]).take(pa.array(rows))
+        flags = kinds[rows] if (kinds is not None and self._options.row_kind_flag) else None
         order = merge_order(keys, self._pk, np.arange(len(rows), dtype=np.int64), sequence_fields,
-                            self._options.sequence_descending, positions_are_arrival=True)
+                            self._options.sequence_descending, positions_are_arrival=True, kinds=flags)
         last = last_per_key(keys.select(self._pk).take(pa.array(order)), self._pk)
         return order, (None if last.all() else last)
 

@@ -69,7 +69,7 @@ def iter_slices(table: pa.Table, rows: int = RUN_BATCH_ROWS) -> Iterator[pa.Tabl
 
 
 def merge_runs(runs: Sequence[Iterable[pa.Table]], keys: Sequence[str], sequence_fields: Sequence[str] = (),
-               descending: bool = False) -> Iterator[pa.Table]:
+               descending: bool = False, *, row_kind_flag: bool = False) -> Iterator[pa.Table]:
     """Merge sorted runs (each key-unique and sorted by key; all with ``_SEQUENCE_NUMBER``) into
     chunks sorted by key, then oldest to newest. Every row of a key lands in the same chunk."""
     iterators = [iter(r) for r in runs]
@@ -90,7 +90,8 @@ def merge_runs(runs: Sequence[Iterable[pa.Table]], keys: Sequence[str], sequence
         sizes = np.array([t.num_rows for t in tables], dtype=np.int64)
         tags = np.repeat(np.array(live, dtype=np.int64), sizes)
         combined = pa.concat_tables(tables).combine_chunks()
-        order = merge_order(combined, keys, df.SEQUENCE_NUMBER, sequence_fields, descending)
+        order = merge_order(combined, keys, df.SEQUENCE_NUMBER, sequence_fields, descending,
+                            kinds=df.VALUE_KIND if row_kind_flag else None)
         limiting = [n for n, i in enumerate(live) if not exhausted[i]]
         if not limiting:
             cut = len(order)

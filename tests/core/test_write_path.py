@@ -285,3 +285,35 @@ def last_changelog_any_bucket(table) -> list[tuple]:
         rows = reader._read_file(split, e.file, ["id", "v"], system=[df.VALUE_KIND]).to_pylist()
         out += [(df.ROW_KIND_NAMES[r["_VALUE_KIND"]], r["id"], r["v"]) for r in rows]
     return out
+
+
+@pytest.mark.parametrize("one_commit", [True, False])
+def test_row_kind_flag_padding_lets_an_update_beat_its_retraction(catalog, one_commit):
+    """Paimon's ``sequence.auto-padding = row-kind-flag``: with equal sequence fields a -U/-D is
+    older than a +I/+U whatever their arrival; without it, arrival decides."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()), ("ts", pa.int64())])
+    flagged = catalog.create_table("db.flag", schema, primary_keys=["id"], options={
+        "bucket": "1", "sequence.field": "ts", "sequence.auto-padding": "row-kind-flag,millis-to-micro"})
+    plain = catalog.create_table("db.noflag", schema, primary_keys=["id"], options={"bucket": "1", "sequence.field": "ts"})
+    update = pa.table({"id": [1], "v": ["new"], "ts": [5]}, schema=schema)
+    retract = pa.table({"id": [1], "v": ["old"], "ts": [5]}, schema=schema)
+    for t in (flagged, plain):
+        t.write(pa.table({"id": [1], "v": ["old"], "ts": [1]}, schema=schema))
+        if one_commit:
+            t.write(pa.concat_tables([update, retract]), row_kinds=pa.array(["+U", "-U"]))
+        else:
+            t.write(update, row_kinds="+U")
+            t.write(retract, row_kinds="-U")
+    assert flagged.read().to_pylist() == [{"id": 1, "v": "new", "ts": 5}]
+    assert plain.read().to_pylist() == []
+    flagged.compact(full=True)
+    assert flagged.read().to_pylist() == [{"id": 1, "v": "new", "ts": 5}]
+
+
+def test_auto_padding_values_are_checked(catalog):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("ts", pa.int64())])
+    with pytest.raises(InvalidOptionError, match="auto-padding"):
+        catalog.create_table("db.p1", schema, primary_keys=["id"],
+                             options={"sequence.field": "ts", "sequence.auto-padding": "days-to-years"})
+    with pytest.raises(InvalidOptionError, match="sequence.field"):
+        catalog.create_table("db.p2", schema, primary_keys=["id"], options={"sequence.auto-padding": "row-kind-flag"})
