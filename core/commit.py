@@ -145,6 +145,52 @@ class TableCommit:
         return self._try_commit(adds, deletes, changelog, overwrite, kind, commit_identifier, dict(properties or {}),
                                 (index_adds, index_deletes))
 
+    def compact_manifest(self) -> CommitResult:
+        """Rewrite all data manifests of the latest snapshot as one fully merged base (ADD/DELETE
+        pairs cancelled, no DELETE left) in a new COMPACT snapshot that changes no data (Paimon's
+        ``compact_manifest``). Nothing to do (no DELETE entries, at most one manifest) commits
+        nothing. Retries on losing the race, like any commit."""
+        attempt = 0
+        while True:
+            attempt += 1
+            latest = self._snapshots.latest()
+            if latest is None:
+                return CommitResult(snapshot_id=None, commit_kind=None, commit_user=self.commit_user,
+                                    commit_identifier=BATCH_COMMIT_IDENTIFIER)
+            metas = self._manifests.data_manifests(latest)
+            if len(metas) <= 1 and not any(m.num_deleted_files for m in metas):
+                return CommitResult(snapshot_id=None, commit_kind=None, commit_user=self.commit_user,
+                                    commit_identifier=BATCH_COMMIT_IDENTIFIER)
+            live = self._manifests.live_entries(latest)
+            written: list[str] = []
+            try:
+                base = self._manifests.write_manifests(live, self._schema.id, written)
+                base_list, base_size = self._manifests.write_list(base, written)
+                delta_list, delta_size = self._manifests.write_list([], written)
+                snapshot = dataclasses.replace(
+                    latest, id=latest.id + 1, base_manifest_list=base_list, base_manifest_list_size=base_size,
+                    delta_manifest_list=delta_list, delta_manifest_list_size=delta_size,
+                    changelog_manifest_list=None, changelog_manifest_list_size=None, changelog_record_count=None,
+                    commit_user=self.commit_user, commit_identifier=BATCH_COMMIT_IDENTIFIER,
+                    commit_kind=CommitKind.COMPACT, time_millis=int(self._clock() * 1000), delta_record_count=0,
+                    properties=None, uuid=str(uuid.uuid4()))
+            except BaseException:
+                self._manifests.delete_files(written)
+                raise
+            try:
+                landed = self._snapshots.try_publish(snapshot)
+            except PaimonflowError as exc:  # may have landed: keep every file
+                raise CommitOutcomeUnknownError(f"publishing snapshot {snapshot.id} failed in an unknown way: {exc}") \
+                    from exc
+            if landed:
+                return CommitResult(snapshot_id=snapshot.id, commit_kind=CommitKind.COMPACT,
+                                    commit_user=self.commit_user, commit_identifier=BATCH_COMMIT_IDENTIFIER,
+                                    attempts=attempt)
+            self._manifests.delete_files(written)
+            if attempt > self._options.commit_max_retries:
+                raise CommitRetriesExhaustedError(f"manifest compaction lost the race {attempt} times")
+            self._sleep(attempt)
+
     def _commit_append_then_compact(self, messages: Sequence[CommitMessage], identifier: int,
                                     properties: Mapping[str, str] | None) -> CommitResult:
         """Paimon's order for writers that compact: the new files as an APPEND snapshot, then

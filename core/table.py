@@ -243,6 +243,11 @@ class Table:
         return run(self, partitions=partitions, buckets=buckets, commit_user=commit_user,
                    commit_identifier=commit_identifier)
 
+    def compact_manifest(self, *, commit_user: str | None = None) -> CommitResult:
+        """Merge every data manifest into one fully compacted base (a COMPACT snapshot that
+        changes no rows); ``snapshot_id`` is None when there was nothing to merge."""
+        return self.new_commit(commit_user).compact_manifest()
+
     # -- reading -----------------------------------------------------------------------------
 
     def resolve_snapshot(self, *, snapshot_id: int | None = None, tag: str | None = None,

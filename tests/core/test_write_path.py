@@ -18,6 +18,7 @@ from paimonflow.core import Catalog
 from paimonflow.core import data_file as df
 from paimonflow.core.binary_row import deserialize_row
 from paimonflow.core.errors import InvalidOptionError
+from paimonflow.core.snapshot import CommitKind
 from paimonflow.core.write_buffer import merge_runs
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()), ("n", pa.int64())])
@@ -315,5 +316,22 @@ def test_auto_padding_values_are_checked(catalog):
     with pytest.raises(InvalidOptionError, match="auto-padding"):
         catalog.create_table("db.p1", schema, primary_keys=["id"],
                              options={"sequence.field": "ts", "sequence.auto-padding": "days-to-years"})
-    with pytest.raises(InvalidOptionError, match="sequence.field"):
+    with pytest.raises(InvalidOptionError, match=r"sequence\.field"):
         catalog.create_table("db.p2", schema, primary_keys=["id"], options={"sequence.auto-padding": "row-kind-flag"})
+
+
+def test_compact_manifest_merges_every_manifest_without_changing_rows(catalog):
+    t = catalog.create_table("db.mani", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "2", "write-only": "true", "manifest.merge-min-count": "100"})
+    for i in range(6):
+        t.write(batch(range(i * 10, i * 10 + 15)))
+    t.compact(full=True)
+    before = state(t)
+    assert len(t.system_table("manifests")) > 1
+    result = t.compact_manifest()
+    snap = t.latest_snapshot()
+    assert result.snapshot_id == snap.id and snap.commit_kind is CommitKind.COMPACT and snap.delta_record_count == 0
+    manifests = t.system_table("manifests").to_pylist()
+    assert len(manifests) == 1 and manifests[0]["num_deleted_files"] == 0
+    assert state(t) == before and snap.total_record_count == t.snapshot_manager.snapshot(snap.id - 1).total_record_count
+    assert t.compact_manifest().snapshot_id is None  # nothing left to merge
