@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from paimonflow.core import Catalog
 from paimonflow.core import data_file as df
 from paimonflow.core.binary_row import deserialize_row
-from paimonflow.core.errors import InvalidOptionError
+from paimonflow.core.errors import CommitConflictError, InvalidOptionError
 from paimonflow.core.snapshot import CommitKind
 from paimonflow.core.write_buffer import merge_runs
 
@@ -335,3 +335,23 @@ def test_compact_manifest_merges_every_manifest_without_changing_rows(catalog):
     assert len(manifests) == 1 and manifests[0]["num_deleted_files"] == 0
     assert state(t) == before and snap.total_record_count == t.snapshot_manager.snapshot(snap.id - 1).total_record_count
     assert t.compact_manifest().snapshot_id is None  # nothing left to merge
+
+
+def test_dedicated_compaction_beside_write_only_writers_and_a_rival_compaction(catalog):
+    t = catalog.create_table("db.side", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "write-only": "true", "num-sorted-run.compaction-trigger": "2"})
+    for i in range(3):
+        t.write(batch(range(i * 5, i * 5 + 10), v=f"w{i}-"))
+    # a compaction planned now, and a writer committing new level-0 files before it commits
+    compactor = t.new_write()
+    compactor.compact((), 0, full=True)
+    rival = t.new_write()
+    rival.compact((), 0, full=False)
+    t.write(batch([100, 1], v="late-"))  # write-only: adds level-0 files, deletes nothing
+    first = t.new_commit().commit(compactor.prepare_commit())
+    assert first.commit_kind is CommitKind.COMPACT
+    with pytest.raises(CommitConflictError):  # the rival read the same files: a clean conflict
+        t.new_commit().commit(rival.prepare_commit())
+    got = state(t)
+    assert got[1] == ("late-1", 1) and got[100] == ("late-100", 100) and got[14] == ("w2-14", 14)
+    assert len(got) == 21
