@@ -14,6 +14,9 @@ _EXPORTS = {
     "CommitResult": "commit",
     "PaimonflowError": "errors",
     "col": "predicate",
+    "Observation": "watch",
+    "WatchResult": "watch",
+    "watch": "watch",
 }
 
 __all__ = sorted(_EXPORTS)

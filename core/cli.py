@@ -194,6 +194,17 @@ def write(
     console.print_json(json.dumps(result.to_dict()))
 
 
+@command("watch")
+def watch_(identifier: Identifier, warehouse: Warehouse, cursor: Annotated[str | None, typer.Option(
+        help="The next_observation JSON printed by the previous run.")] = None) -> None:
+    """Snapshots committed since a cursor (as JSON; its next_observation is the next cursor)."""
+    from .watch import Observation, watch
+
+    last = Observation.from_cursor(cursor) if cursor else None
+    result = watch(_catalog(warehouse).get_table(identifier).snapshot_manager, last)
+    console.print_json(json.dumps(result.to_dict()))
+
+
 def main() -> None:
     app()
 

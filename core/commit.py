@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import random
 import time
 import uuid
@@ -34,6 +35,8 @@ from .schema import TableSchema
 from .snapshot import CommitKind, Snapshot, SnapshotManager
 from .write import CommitMessage
 
+_log = logging.getLogger(__name__)
+
 BATCH_COMMIT_IDENTIFIER = 2**63 - 1  # Paimon's batch commits use Long.MAX_VALUE
 
 
@@ -51,6 +54,7 @@ class CommitResult:
     deleted_rows: int = 0
     attempts: int = 0
     already_committed: bool = False
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -64,6 +68,7 @@ class CommitResult:
             "deleted_rows": self.deleted_rows,
             "attempts": self.attempts,
             "already_committed": self.already_committed,
+            "notes": list(self.notes),
         }
 
 
@@ -212,7 +217,16 @@ class TableCommit:
             second = self.commit(compacts, commit_identifier=identifier, properties=properties,
                                  kind=CommitKind.COMPACT, _follow_up=True)
         except CommitOutcomeUnknownError:
-            raise
+            raise  # the COMPACT snapshot may have landed: keep every file
+        except (CommitConflictError, CommitRetriesExhaustedError) as exc:
+            self._manifests.delete_data_files(compacts)  # unreferenced: the compaction did not land
+            if first.snapshot_id is None:
+                raise  # nothing but a compaction was asked for: report its conflict
+            # The new rows are committed; only the writer's optional compaction lost (another
+            # compaction of the bucket got there first).
+            _log.warning("commit %s: new files committed as snapshot %s; the writer's compaction was "
+                         "dropped: %s", identifier, first.snapshot_id, exc)
+            return dataclasses.replace(first, notes=(f"compaction dropped: {exc}",))
         except BaseException:
             self._manifests.delete_data_files(compacts)
             raise

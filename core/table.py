@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from .binary_row import deserialize_row, serialize_row
 from .commit import BATCH_COMMIT_IDENTIFIER, CommitResult, OverwriteSpec, TableCommit, new_commit_user
+from .consumer import ConsumerManager
 from .errors import (
     CommitOutcomeUnknownError,
     InvalidArgumentError,
@@ -26,7 +27,7 @@ from .options import CoreOptions
 from .predicate import Predicate
 from .read import ScanPlanner, Split, SplitReader
 from .schema import SchemaManager, TableSchema
-from .snapshot import Snapshot, SnapshotManager, TagManager
+from .snapshot import CommitKind, Snapshot, SnapshotManager, TagManager
 from .write import TableWrite
 
 
@@ -43,6 +44,7 @@ class Table:
         self.snapshot_manager = SnapshotManager(file_io, path)
         self.schema_manager = SchemaManager(file_io, path)
         self.tag_manager = TagManager(file_io, path)
+        self.consumer_manager = ConsumerManager(file_io, path)
         self.manifest_io = ManifestIO(file_io=file_io, table_path=path, schema=schema, options=self.options)
 
     def __repr__(self) -> str:
@@ -192,12 +194,16 @@ class Table:
             except BaseException:
                 self.manifest_io.delete_data_files(writer.pending_messages())
                 raise
+        before = self.snapshot_manager.latest_id() or 0
         try:
             return committer.commit(messages, commit_identifier=identifier, overwrite=spec)
         except CommitOutcomeUnknownError:
             raise  # the snapshot may reference these files: never delete them
         except BaseException:
-            self.manifest_io.delete_data_files(messages)  # known not committed: nothing references them
+            landed = spec is None and self.snapshot_manager.find_by_commit(
+                committer.commit_user, identifier, CommitKind.APPEND, before + 1) is not None
+            if not landed:  # known not committed: nothing references them
+                self.manifest_io.delete_data_files(messages)
             raise
 
     def _overwrite_spec(self, overwrite: bool | Mapping[str, object]) -> OverwriteSpec | None:

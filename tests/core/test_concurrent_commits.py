@@ -227,8 +227,9 @@ def create_race_table(catalog: Catalog, kind: str) -> str:
     identifier = f"{DATABASE}.{kind}_race"
     catalog.create_database(DATABASE, ignore_if_exists=True)
     if kind == "pk":
+        # write-only: one snapshot per commit (compacting writers race in test_write_path.py)
         catalog.create_table(identifier, PK_SCHEMA, primary_keys=["part", "id"], partition_keys=["part"],
-                             options={"bucket": "2", **RACE_OPTIONS})
+                             options={"bucket": "2", "write-only": "true", **RACE_OPTIONS})
     else:
         catalog.create_table(identifier, APPEND_SCHEMA, options=RACE_OPTIONS)
     return identifier
