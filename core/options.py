@@ -207,6 +207,7 @@ NUM_LEVELS = _opt("num-levels", None, _ranged(2), "LSM levels (default: compacti
 SNAPSHOT_NUM_RETAINED_MIN = _opt("snapshot.num-retained.min", 10, _ranged(1), "Snapshots always kept.")
 SNAPSHOT_NUM_RETAINED_MAX = _opt("snapshot.num-retained.max", 2**31 - 1, _ranged(1), "Snapshots kept at most.")
 SNAPSHOT_TIME_RETAINED = _opt("snapshot.time-retained", 3_600_000, parse_duration_millis, "Age before a snapshot may go.")
+SNAPSHOT_EXPIRE_LIMIT = _opt("snapshot.expire.limit", 50, _ranged(1), "Snapshots one expiry run removes at most.")
 
 # Keys Paimon defines that this version stores and respects only as plain strings (read paths and
 # later features use them). Setting them is allowed; unknown keys are not.
@@ -219,7 +220,7 @@ _KNOWN_PLAIN_KEYS = frozenset({
     "write-buffer-for-append", "sort-spill-threshold", "write-buffer-spill.max-disk-size",
     "write.batch-size", "page-size", "changelog-producer.lookup-wait",
     "changelog.num-retained.min", "changelog.num-retained.max", "changelog.time-retained",
-    "snapshot.expire.limit", "snapshot.expire.execution-mode", "snapshot.clean-empty-directories",
+    "snapshot.expire.execution-mode", "snapshot.clean-empty-directories",
     "tag.automatic-creation", "tag.creation-period", "tag.creation-delay", "tag.period-formatter",
     "tag.num-retained-max", "tag.default-time-retained", "tag.automatic-completion", "tag.callback.enabled",
     "partition.expiration-time", "partition.expiration-check-interval", "partition.timestamp-formatter",
@@ -359,6 +360,10 @@ class CoreOptions:
     num_sorted_run_stop_trigger: int
     full_compaction_delta_commits: int | None
     changelog_row_deduplicate: bool
+    snapshot_num_retained_min: int
+    snapshot_num_retained_max: int
+    snapshot_time_retained_millis: int
+    snapshot_expire_limit: int
 
     @classmethod
     def from_map(cls, options: Mapping[str, str]) -> CoreOptions:
@@ -413,6 +418,10 @@ class CoreOptions:
                                          or p[NUM_SORTED_RUN_COMPACTION_TRIGGER.key] + 3),
             full_compaction_delta_commits=p[FULL_COMPACTION_DELTA_COMMITS.key],
             changelog_row_deduplicate=p[CHANGELOG_ROW_DEDUPLICATE.key],
+            snapshot_num_retained_min=p[SNAPSHOT_NUM_RETAINED_MIN.key],
+            snapshot_num_retained_max=p[SNAPSHOT_NUM_RETAINED_MAX.key],
+            snapshot_time_retained_millis=p[SNAPSHOT_TIME_RETAINED.key],
+            snapshot_expire_limit=p[SNAPSHOT_EXPIRE_LIMIT.key],
         )
 
     def target_file_size_for(self, primary_key_table: bool) -> int:

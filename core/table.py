@@ -249,6 +249,20 @@ class Table:
         return run(self, partitions=partitions, buckets=buckets, commit_user=commit_user,
                    commit_identifier=commit_identifier)
 
+    def expire_snapshots(self, *, retain_min: int | None = None, retain_max: int | None = None,
+                         older_than_millis: int | None = None, max_deletes: int | None = None,
+                         dry_run: bool = False, clock=None, progress=None):
+        """Expire old snapshots by the table's ``snapshot.*`` options (each overridable); returns
+        an :class:`~paimonflow.core.expire.ExpireResult`. ``dry_run`` plans without deleting.
+        Tags and consumers protect what they reference. Safe to rerun after a crash."""
+        import time
+
+        from .expire import expire_snapshots
+
+        return expire_snapshots(self, retain_min=retain_min, retain_max=retain_max,
+                                older_than_millis=older_than_millis, max_deletes=max_deletes, dry_run=dry_run,
+                                clock=clock or time.time, progress=progress)
+
     def compact_manifest(self, *, commit_user: str | None = None) -> CommitResult:
         """Merge every data manifest into one fully compacted base (a COMPACT snapshot that
         changes no rows); ``snapshot_id`` is None when there was nothing to merge."""

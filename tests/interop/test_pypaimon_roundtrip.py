@@ -468,3 +468,33 @@ def test_pypaimon_reads_our_cross_partition_upserts(tmp_path):
     oracle.read(wh, "db.t")
     (theirs,) = oracle.run()
     assert canonical(theirs) == canonical(t.read()) == [(1, "c", "moved"), (2, "a", "y"), (3, "a", "moved")]
+
+
+def test_expiry_both_ways(tmp_path):
+    """We expire our table and pypaimon's; pypaimon reads both afterwards, at the latest snapshot
+    and at a tag whose snapshot expired."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    catalog = Catalog(str(ours))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    oracle = Oracle(tmp_path)
+    oracle.create_table(theirs, "db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    for i in range(6):
+        batch = pa.table({"id": [i, i + 1], "v": [f"c{i}"] * 2}, schema=schema)
+        t.write(batch)
+        oracle.write(theirs, "db.t", batch)
+        if i == 1:
+            t.tag_manager.create("early", t.latest_snapshot())
+    oracle.run()
+    early = canonical(t.read(tag="early"))
+    theirs_table = Catalog(str(theirs)).get_table("db.t")
+    for table in (t, theirs_table):
+        assert table.expire_snapshots(retain_min=2, older_than_millis=0).expired_snapshots > 0
+        assert len(table.snapshot_manager.list_ids()) == 2
+    oracle.read(ours, "db.t")
+    oracle.read(theirs, "db.t")
+    oracle.read(ours, "db.t", tag="early")
+    read_ours, read_theirs, read_tag = oracle.run()
+    assert canonical(read_ours) == canonical(t.read()) == canonical(read_theirs) == canonical(theirs_table.read())
+    assert canonical(read_tag) == early

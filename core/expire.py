@@ -1,0 +1,235 @@
+"""Snapshot expiry (Apache Paimon 2.x ``ExpireSnapshotsImpl``): choose the range, delete exactly
+the files nothing retained needs, then the snapshot files, then move ``EARLIEST``.
+
+The range ``[earliest, end)``: at least ``snapshot.num-retained.min`` snapshots stay; beyond
+``snapshot.num-retained.max`` snapshots go whatever their age; in between a snapshot goes only
+when its *successor* is older than ``snapshot.time-retained`` (the 2.x rule); consumers cap the
+range at their next snapshot; at most ``snapshot.expire.limit`` snapshots go per run.
+
+What goes, in this order (a crash anywhere leaves a readable table and a rerun finishes):
+
+1. data files deleted by the delta of each snapshot in ``(earliest, end]`` (a file is added once
+   and deleted once, so these were live only in expired snapshots), except files the nearest
+   older tag still holds and files the same delta re-adds (level upgrades);
+2. changelog files of expired snapshots;
+3. manifest lists, manifests, index manifests and index files of expired snapshots that neither
+   snapshot ``end`` nor any tag references;
+4. the ``snapshot-N`` files, oldest first, and ``EARLIEST = end``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .binary_row import deserialize_row
+from .errors import FileNotFoundStorageError, InvalidArgumentError, UnsupportedError
+from .fs import join
+from .manifest import FileKind
+from .snapshot import Snapshot
+from .write import bucket_directory
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpirePlan:
+    """What an expiry deletes (paths relative to nothing: absolute table paths)."""
+
+    earliest: int | None
+    end: int | None  # exclusive: the new earliest snapshot
+    snapshot_ids: tuple[int, ...] = ()
+    data_files: tuple[str, ...] = ()
+    changelog_files: tuple[str, ...] = ()
+    metadata_files: tuple[str, ...] = ()
+
+    @property
+    def file_count(self) -> int:
+        return len(self.data_files) + len(self.changelog_files) + len(self.metadata_files) + len(self.snapshot_ids)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"earliest": self.earliest, "end": self.end, "snapshot_ids": list(self.snapshot_ids),
+                "data_files": len(self.data_files), "changelog_files": len(self.changelog_files),
+                "metadata_files": len(self.metadata_files)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpireResult:
+    plan: ExpirePlan
+    dry_run: bool
+    deleted_files: int = 0
+
+    @property
+    def expired_snapshots(self) -> int:
+        return len(self.plan.snapshot_ids)
+
+    def to_dict(self) -> dict[str, object]:
+        return {**self.plan.to_dict(), "dry_run": self.dry_run, "expired_snapshots": self.expired_snapshots,
+                "deleted_files": self.deleted_files}
+
+
+def _decoupled(options: dict[str, str]) -> bool:
+    from .options import parse_duration_millis
+
+    def num(key: str, default: int) -> int:
+        return int(options[key]) if key in options else default
+
+    snap_min, snap_max = num("snapshot.num-retained.min", 10), num("snapshot.num-retained.max", 2**31 - 1)
+    snap_time = parse_duration_millis(options.get("snapshot.time-retained", "1 h"))
+    cl_time = parse_duration_millis(options["changelog.time-retained"]) if "changelog.time-retained" in options \
+        else snap_time
+    return (num("changelog.num-retained.max", snap_max) > snap_max
+            or num("changelog.num-retained.min", snap_min) > snap_min or cl_time > snap_time)
+
+
+def expire_range(table, *, retain_min: int, retain_max: int, time_retained_millis: int, max_deletes: int,
+                 now_millis: int) -> tuple[int | None, int | None]:
+    """``(earliest, end)``: snapshots ``earliest <= id < end`` expire (``end`` None: nothing)."""
+    manager = table.snapshot_manager
+    latest, earliest = manager.latest_id(), manager.earliest_id()
+    if latest is None or earliest is None:
+        return earliest, None
+    lowest = max(latest - retain_max + 1, earliest)
+    end = latest - retain_min + 1
+    consumer_min = table.consumer_manager.min_next_snapshot()
+    if consumer_min is not None:
+        end = min(end, consumer_min)
+    end = min(end, earliest + max_deletes)
+    older_than = now_millis - time_retained_millis
+    for sid in range(lowest, end):
+        successor = manager.try_snapshot(sid + 1)
+        if successor is not None and successor.time_millis >= older_than:
+            end = sid
+            break
+    return earliest, (end if end > earliest else None)
+
+
+def plan_expiry(table, earliest: int, end: int) -> ExpirePlan:
+    """The files an expiry of ``[earliest, end)`` deletes."""
+    manager, mio = table.snapshot_manager, table.manifest_io
+    partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
+    tags = sorted(table.tag_manager.list_tags().values(), key=lambda s: s.id)
+    decoded: dict[bytes, tuple] = {}
+
+    def path_of(entry) -> str:
+        values = decoded.get(entry.partition)
+        if values is None:
+            values = decoded[entry.partition] = tuple(deserialize_row(entry.partition, partition_types))
+        directory = bucket_directory(table.path, table.schema, table.options, values, entry.bucket)
+        return entry.file.external_path or join(directory, entry.file.file_name)
+
+    tag_files: dict[int, set] = {}
+
+    def files_of_tag(tag: Snapshot) -> set:
+        if tag.id not in tag_files:
+            tag_files[tag.id] = {(e.partition, e.bucket, e.file.file_name) for e in mio.live_entries(tag)}
+        return tag_files[tag.id]
+
+    data: list[str] = []
+    for sid in range(earliest + 1, end + 1):
+        snapshot = manager.try_snapshot(sid)
+        if snapshot is None:
+            continue
+        try:
+            entries = [e for m in mio._lists.read(snapshot.delta_manifest_list) for e in mio._files.read(m.file_name)]
+        except FileNotFoundStorageError:
+            continue  # an earlier, interrupted run already removed this snapshot's manifests
+        added = {(e.partition, e.bucket, e.file.file_name) for e in entries if e.kind is FileKind.ADD}
+        previous_tag = next((t for t in reversed(tags) if t.id < sid), None)
+        keep = files_of_tag(previous_tag) if previous_tag is not None else set()
+        for e in entries:
+            key = (e.partition, e.bucket, e.file.file_name)
+            if e.kind is FileKind.DELETE and key not in added and key not in keep:
+                data.append(path_of(e))
+                data.extend(join(path_of(e).rsplit("/", 1)[0], x) for x in e.file.extra_files)
+
+    changelog: list[str] = []
+    metadata: list[str] = []
+    protected = set()
+    end_snapshot = manager.try_snapshot(end)
+    for keeper in [end_snapshot, *tags]:
+        if keeper is not None:
+            protected |= set(_metadata_files(table, keeper))
+    for sid in range(earliest, end):
+        snapshot = manager.try_snapshot(sid)
+        if snapshot is None:
+            continue
+        with contextlib.suppress(FileNotFoundStorageError):
+            for e in mio.changelog_entries(snapshot):
+                changelog.append(path_of(e))
+        metadata.extend(f for f in _metadata_files(table, snapshot) if f not in protected)
+    snapshot_ids = tuple(sid for sid in range(earliest, end) if manager.exists(sid))
+    return ExpirePlan(earliest=earliest, end=end, snapshot_ids=snapshot_ids, data_files=tuple(dict.fromkeys(data)),
+                      changelog_files=tuple(dict.fromkeys(changelog)), metadata_files=tuple(dict.fromkeys(metadata)))
+
+
+def _metadata_files(table, snapshot: Snapshot) -> Iterable[str]:
+    """Every metadata file ``snapshot`` references: manifest lists, manifests, the index manifest
+    and index files (absolute paths); files already gone are skipped."""
+    mio = table.manifest_io
+    lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
+    for name in lists:
+        if not name:
+            continue
+        yield join(mio.manifest_dir, name)
+        try:
+            metas = mio._lists.read(name)
+        except FileNotFoundStorageError:
+            continue
+        for m in metas:
+            yield join(mio.manifest_dir, m.file_name)
+    if snapshot.index_manifest:
+        yield join(mio.manifest_dir, snapshot.index_manifest)
+        try:
+            entries = table.index_manifest.read(snapshot.index_manifest)
+        except FileNotFoundStorageError:
+            entries = []
+        for e in entries:
+            yield e.file.external_path or join(table.index_dir, e.file.file_name)
+
+
+def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | None = None,
+                     older_than_millis: int | None = None, max_deletes: int | None = None,
+                     dry_run: bool = False, clock: Callable[[], float] = time.time,
+                     progress: Callable[[int, int], None] | None = None) -> ExpireResult:
+    """Expire snapshots by the table's options (each overridable); ``dry_run`` only plans.
+
+    ``older_than_millis`` overrides ``snapshot.time-retained`` (a duration); ``clock`` returns
+    seconds since the epoch (inject one in tests). ``progress(done, total)`` is called as files go.
+    """
+    options = table.schema.options
+    if _decoupled(options):
+        raise UnsupportedError("changelog retention longer than snapshot retention (changelog.* options) "
+                               "is not supported yet: it needs changelog/changelog-N files")
+    o = table.options
+    retain_min = o.snapshot_num_retained_min if retain_min is None else retain_min
+    retain_max = o.snapshot_num_retained_max if retain_max is None else retain_max
+    if retain_min < 1:
+        raise InvalidArgumentError("retain_min must be at least 1 (the latest snapshot always stays)")
+    if retain_max < retain_min:
+        raise InvalidArgumentError(f"retain_max ({retain_max}) must be at least retain_min ({retain_min})")
+    time_retained = o.snapshot_time_retained_millis if older_than_millis is None else older_than_millis
+    limit = o.snapshot_expire_limit if max_deletes is None else max_deletes
+    earliest, end = expire_range(table, retain_min=retain_min, retain_max=retain_max,
+                                 time_retained_millis=time_retained, max_deletes=limit,
+                                 now_millis=int(clock() * 1000))
+    if end is None:
+        return ExpireResult(plan=ExpirePlan(earliest=earliest, end=None), dry_run=dry_run)
+    plan = plan_expiry(table, earliest, end)
+    if dry_run:
+        return ExpireResult(plan=plan, dry_run=True)
+    total, done = plan.file_count, 0
+    for path in (*plan.data_files, *plan.changelog_files, *plan.metadata_files):
+        with contextlib.suppress(FileNotFoundStorageError):
+            table.file_io.delete(path)
+        done += 1
+        if progress is not None and done % 256 == 0:
+            progress(done, total)
+    for sid in plan.snapshot_ids:
+        with contextlib.suppress(FileNotFoundStorageError):
+            table.file_io.delete(table.snapshot_manager.path(sid))
+        done += 1
+    table.snapshot_manager.write_earliest_hint(end)
+    if progress is not None:
+        progress(total, total)
+    return ExpireResult(plan=plan, dry_run=False, deleted_files=total)
