@@ -71,6 +71,10 @@ class SnapshotNotFoundError(PaimonflowError, LookupError):
     """The snapshot, tag or timestamp asked for does not exist (or has expired)."""
 
 
+class TagAlreadyExistsError(PaimonflowError):
+    """A tag of that name exists already."""
+
+
 class TagNotFoundError(SnapshotNotFoundError):
     pass
 

@@ -263,6 +263,22 @@ class Table:
                                 older_than_millis=older_than_millis, max_deletes=max_deletes, dry_run=dry_run,
                                 clock=clock or time.time, progress=progress)
 
+    @property
+    def tags(self):
+        """Tag operations: create (from an id, the latest snapshot or a time), replace, rename,
+        delete (freeing files of expired snapshots), list, expire (:class:`~paimonflow.core.tags.Tags`)."""
+        from .tags import Tags
+
+        return Tags(self)
+
+    def rollback(self, *, snapshot_id: int | None = None, tag: str | None = None,
+                 timestamp_millis: int | None = None):
+        """Roll back to a snapshot, a tag or a time; later snapshots and tags go and their ids are
+        reused by the next commits (:func:`~paimonflow.core.tags.rollback`)."""
+        from .tags import rollback
+
+        return rollback(self, snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis)
+
     def compact_manifest(self, *, commit_user: str | None = None) -> CommitResult:
         """Merge every data manifest into one fully compacted base (a COMPACT snapshot that
         changes no rows); ``snapshot_id`` is None when there was nothing to merge."""

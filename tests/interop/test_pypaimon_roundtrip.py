@@ -498,3 +498,23 @@ def test_expiry_both_ways(tmp_path):
     read_ours, read_theirs, read_tag = oracle.run()
     assert canonical(read_ours) == canonical(t.read()) == canonical(read_theirs) == canonical(theirs_table.read())
     assert canonical(read_tag) == early
+
+
+def test_pypaimon_reads_our_tags_and_rolled_back_tables(tmp_path):
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    wh = tmp_path / "wh"
+    catalog = Catalog(str(wh))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1", "write-only": "true"})
+    for i in range(4):
+        t.write(pa.table({"id": [i, 10], "v": [f"c{i}"] * 2}, schema=schema))
+    t.tags.create("ttl", snapshot_id=2, time_retained="1 d")
+    at_two = canonical(t.read(snapshot_id=2))
+    t.rollback(snapshot_id=3)
+    t.write(pa.table({"id": [5], "v": ["after"]}, schema=schema))  # reuses id 4
+    oracle = Oracle(tmp_path)
+    oracle.read(wh, "db.t")
+    oracle.read(wh, "db.t", tag="ttl")
+    latest, tagged = oracle.run()
+    assert canonical(latest) == canonical(t.read())
+    assert canonical(tagged) == at_two
