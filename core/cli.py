@@ -205,6 +205,116 @@ def watch_(identifier: Identifier, warehouse: Warehouse, cursor: Annotated[str |
     console.print_json(json.dumps(result.to_dict()))
 
 
+@command("compact")
+def compact_(identifier: Identifier, warehouse: Warehouse, full: bool = True,
+             partition: Annotated[list[str] | None, typer.Option(help="k=v[,k2=v2]; repeat for several")] = None,
+             bucket: Annotated[list[int] | None, typer.Option(help="Only these buckets; repeatable")] = None) -> None:
+    """Dedicated compaction (full, or --no-full for Paimon's universal compaction)."""
+    specs = [dict(kv.split("=", 1) for kv in p.split(",")) for p in partition] if partition else None
+    result = _catalog(warehouse).get_table(identifier).compact(full=full, partitions=specs, buckets=bucket)
+    console.print_json(json.dumps(result.to_dict()))
+
+
+@command("expire-snapshots")
+def expire_snapshots_(identifier: Identifier, warehouse: Warehouse,
+                      retain_min: int | None = None, retain_max: int | None = None,
+                      older_than: Annotated[str | None, typer.Option(help="e.g. '1 h'; default snapshot.time-retained")]
+                      = None, max_deletes: int | None = None, dry_run: bool = False) -> None:
+    """Expire old snapshots by the table's options (overridable); --dry-run shows the plan."""
+    from rich.progress import Progress
+
+    from .options import parse_duration_millis
+
+    table = _catalog(warehouse).get_table(identifier)
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task("deleting files", total=None)
+        result = table.expire_snapshots(
+            retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes, dry_run=dry_run,
+            older_than_millis=parse_duration_millis(older_than) if older_than else None,
+            progress=lambda done, total: bar.update(task, completed=done, total=total))
+    console.print_json(json.dumps(result.to_dict()))
+
+
+@command("tags")
+def tags_(identifier: Identifier, warehouse: Warehouse) -> None:
+    """List tags."""
+    _show(_catalog(warehouse).get_table(identifier).system_table("tags"), title=f"{identifier}$tags")
+
+
+@command("create-tag")
+def create_tag(identifier: Identifier, warehouse: Warehouse, name: str,
+               snapshot: Annotated[int | None, typer.Option(help="Default: the latest snapshot")] = None,
+               time_retained: Annotated[str | None, typer.Option(help="Time-to-live, e.g. '7 d'")] = None) -> None:
+    """Tag a snapshot."""
+    tag = _catalog(warehouse).get_table(identifier).tags.create(name, snapshot_id=snapshot,
+                                                                time_retained=time_retained)
+    console.print(f"tag {name!r} → snapshot {tag.id}")
+
+
+@command("delete-tag")
+def delete_tag(identifier: Identifier, warehouse: Warehouse, name: str, dry_run: bool = False) -> None:
+    """Delete a tag (and the files of its expired snapshot that nothing else needs)."""
+    done = _catalog(warehouse).get_table(identifier).tags.delete(name, dry_run=dry_run)
+    console.print(f"{'would delete' if dry_run else 'deleted'} tag {name!r}; {len(done.freed_files)} file(s) freed")
+
+
+@command("rename-tag")
+def rename_tag(identifier: Identifier, warehouse: Warehouse, old: str, new: str) -> None:
+    """Rename a tag."""
+    _catalog(warehouse).get_table(identifier).tags.rename(old, new)
+    console.print(f"renamed tag {old!r} to {new!r}")
+
+
+@command("expire-tags")
+def expire_tags(identifier: Identifier, warehouse: Warehouse, older_than: Annotated[str | None, typer.Option(
+        help="Also tags without a TTL older than this, e.g. '30 d'")] = None, dry_run: bool = False) -> None:
+    """Delete tags whose time-to-live ran out."""
+    from .options import parse_duration_millis
+
+    names = _catalog(warehouse).get_table(identifier).tags.expire(
+        older_than_millis=parse_duration_millis(older_than) if older_than else None, dry_run=dry_run)
+    console.print_json(json.dumps({"expired": names, "dry_run": dry_run}))
+
+
+@command("rollback")
+def rollback_(identifier: Identifier, warehouse: Warehouse,
+              snapshot: Annotated[int | None, typer.Option()] = None,
+              tag: Annotated[str | None, typer.Option()] = None,
+              timestamp_millis: Annotated[int | None, typer.Option()] = None) -> None:
+    """Roll back to a snapshot, a tag or a time (later snapshots and tags are removed)."""
+    done = _catalog(warehouse).get_table(identifier).rollback(snapshot_id=snapshot, tag=tag,
+                                                              timestamp_millis=timestamp_millis)
+    console.print_json(json.dumps({"target": done.target, "removed_snapshots": list(done.removed_snapshots),
+                                   "removed_tags": list(done.removed_tags), "deleted_files": done.deleted_files}))
+
+
+@command("remove-orphan-files")
+def remove_orphan_files_(identifier: Identifier, warehouse: Warehouse,
+                         older_than: Annotated[str, typer.Option(help="Only files older than this")] = "1 d",
+                         dry_run: bool = False) -> None:
+    """Delete files no snapshot or tag references (dry run first!)."""
+    from .options import parse_duration_millis
+
+    plan = _catalog(warehouse).get_table(identifier).remove_orphan_files(
+        older_than_millis=parse_duration_millis(older_than), dry_run=dry_run)
+    if plan.orphans:
+        _show(pa.table({"orphan": list(plan.orphans)}), title="orphan files", limit=20)
+    console.print_json(json.dumps(plan.to_dict()))
+
+
+@command("consumers")
+def consumers_(identifier: Identifier, warehouse: Warehouse,
+               reset: Annotated[str | None, typer.Option(help="id=next_snapshot, or id= to delete")] = None) -> None:
+    """List consumers (their next snapshot), or reset one."""
+    manager = _catalog(warehouse).get_table(identifier).consumer_manager
+    if reset:
+        cid, _, value = reset.partition("=")
+        manager.reset(cid, int(value) if value else None)
+    found = manager.list()
+    _show(pa.table({"consumer": list(found), "next_snapshot": [c.next_snapshot for c in found.values()]}),
+          title=f"{identifier} consumers")
+
+
 def main() -> None:
     app()
 

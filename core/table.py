@@ -263,6 +263,16 @@ class Table:
                                 older_than_millis=older_than_millis, max_deletes=max_deletes, dry_run=dry_run,
                                 clock=clock or time.time, progress=progress)
 
+    def remove_orphan_files(self, *, older_than_millis: int | None = None, dry_run: bool = False, clock=None):
+        """Delete files no snapshot or tag references, older than ``older_than_millis`` (default
+        1 day); ``dry_run`` lists them (:func:`~paimonflow.core.orphans.remove_orphan_files`)."""
+        import time
+
+        from .orphans import DEFAULT_OLDER_THAN_MILLIS, remove_orphan_files
+
+        return remove_orphan_files(self, older_than_millis=DEFAULT_OLDER_THAN_MILLIS if older_than_millis is None
+                                   else older_than_millis, dry_run=dry_run, clock=clock or time.time)
+
     @property
     def tags(self):
         """Tag operations: create (from an id, the latest snapshot or a time), replace, rename,

@@ -242,6 +242,11 @@ def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
         return e.file.external_path or join(bucket_directory(table.path, table.schema, table.options, values,
                                                              e.bucket), e.file.file_name)
 
+    first_removed = next((s for s in map(manager.try_snapshot, later) if s is not None), None)
+    if first_removed is not None:  # files added between the target and it (their snapshots expired)
+        with contextlib.suppress(FileNotFoundStorageError):
+            doomed += [path_of(e) for e in table.manifest_io.live_entries(first_removed)
+                       if (e.partition, e.bucket, e.file.file_name) not in keep_data]
     for sid in later:
         snap = manager.try_snapshot(sid)
         if snap is None:

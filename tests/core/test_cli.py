@@ -57,3 +57,30 @@ def test_errors_are_one_clear_line_and_exit_2(tmp_path):
     assert "does not exist" in result.output and "Traceback" not in result.output
     result = runner.invoke(app, ["create-table", "shop.t", "-w", wh, "-c", "id:BIGINT", "-o", "bukket=1"])
     assert result.exit_code == 2 and "bukket" in result.output
+
+
+def test_maintenance_verbs(tmp_path):
+    wh = str(tmp_path / "wh")
+    catalog = Catalog(wh)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1", "write-only": "true"})
+    for i in range(5):
+        t.write(pa.table({"id": [i], "v": ["x"]}, schema=schema))
+    assert invoke("create-tag", "db.t", "-w", wh, "t1", "--snapshot", "2").exit_code == 0
+    assert "t1" in invoke("tags", "db.t", "-w", wh).output
+    plan = json.loads(invoke("expire-snapshots", "db.t", "-w", wh, "--retain-min", "2", "--older-than", "0 ms",
+                             "--dry-run").output)
+    assert plan["dry_run"] and plan["snapshot_ids"] == [1, 2, 3]
+    assert json.loads(invoke("expire-snapshots", "db.t", "-w", wh, "--retain-min", "2",
+                             "--older-than", "0 ms").output)["expired_snapshots"] == 3
+    assert json.loads(invoke("compact", "db.t", "-w", wh).output)["snapshot_id"] == 6
+    assert json.loads(invoke("rollback", "db.t", "-w", wh, "--tag", "t1").output)["target"] == 2
+    assert json.loads(invoke("remove-orphan-files", "db.t", "-w", wh, "--older-than", "0 ms").output)["orphans"] == 0
+    assert "r" in invoke("consumers", "db.t", "-w", wh, "--reset", "r=2").output
+    assert invoke("rename-tag", "db.t", "-w", wh, "t1", "t2").exit_code == 0
+    assert "deleted tag 't2'" in invoke("delete-tag", "db.t", "-w", wh, "t2").output
+    assert json.loads(invoke("expire-tags", "db.t", "-w", wh).output)["expired"] == []
+    bad = invoke("create-tag", "db.t", "-w", wh, "../x")
+    assert bad.exit_code == 2 and "InvalidNameError" in bad.output
+    assert sorted(r["id"] for r in t.read().to_pylist()) == [0, 1]

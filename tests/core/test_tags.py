@@ -118,3 +118,14 @@ def test_rollback_to_a_tag_whose_snapshot_expired(table):
     table.write(pa.table({"id": [7], "v": ["x"]}, schema=SCHEMA))
     table.rollback(timestamp_millis=at)
     assert state(table) == expected
+
+
+def test_rollback_to_an_expired_tag_leaves_no_orphans(table):
+    table.tags.create("two", snapshot_id=2)
+    for i in range(3):
+        table.write(pa.table({"id": [50 + i], "v": ["more"]}, schema=SCHEMA))
+    table.compact(full=True)
+    table.expire_snapshots(retain_min=2, older_than_millis=0)
+    table.rollback(tag="two")
+    assert table.remove_orphan_files(older_than_millis=0, dry_run=True).orphans == ()
+    assert state(table) == state(table, tag="two")

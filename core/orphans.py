@@ -1,0 +1,116 @@
+"""Orphan file removal (Apache Paimon's ``OrphanFilesClean``): delete files under the table that no
+snapshot, tag or consumer-protected state references and that are older than a cutoff.
+
+Everything referenced is collected first from every snapshot and every tag (manifest lists,
+manifests, index manifests, index files, data files, changelog files, statistics); if any of them
+cannot be read the run stops without deleting anything ("never delete on uncertainty"). Only
+files older than ``older_than`` (default 1 day: a writer's uncommitted files are younger) are
+candidates; a cutoff later than now is refused. Schema, snapshot, tag, consumer and hint files
+are never candidates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .binary_row import deserialize_row
+from .errors import FileNotFoundStorageError, InvalidArgumentError, PaimonflowError
+from .expire import _metadata_files
+from .fs import join
+from .write import bucket_directory
+
+_PROTECTED_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog", "branch")
+DEFAULT_OLDER_THAN_MILLIS = 24 * 3600 * 1000
+
+
+class OrphanCleanAbortedError(PaimonflowError):
+    """Some snapshot or tag could not be read, so no file can be proven unreferenced."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OrphanPlan:
+    orphans: tuple[str, ...]
+    orphan_bytes: int
+    scanned_files: int
+    dry_run: bool
+
+    def to_dict(self) -> dict[str, object]:
+        return {"orphans": len(self.orphans), "orphan_bytes": self.orphan_bytes,
+                "scanned_files": self.scanned_files, "dry_run": self.dry_run}
+
+
+def referenced_files(table) -> set[str]:
+    """Absolute paths of every file a snapshot or tag of ``table`` references."""
+    manager = table.snapshot_manager
+    keepers = []
+    for sid in manager.list_ids():
+        snap = manager.try_snapshot(sid)
+        if snap is not None:
+            keepers.append(snap)
+    keepers += list(table.tag_manager.list_tags().values())
+    partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
+    out: set[str] = set()
+    for snap in keepers:
+        try:
+            metadata = list(_metadata_files(table, snap))
+            for path in metadata:
+                if not table.file_io.exists(path):
+                    raise FileNotFoundStorageError(f"no such file: {path}")
+            out.update(metadata)
+            entries = [*table.manifest_io.live_entries(snap), *table.manifest_io.changelog_entries(snap)]
+        except PaimonflowError as exc:
+            raise OrphanCleanAbortedError(f"snapshot {snap.id} cannot be read completely ({exc}); "
+                                          "no file was deleted") from exc
+        for e in entries:
+            values = tuple(deserialize_row(e.partition, partition_types))
+            directory = bucket_directory(table.path, table.schema, table.options, values, e.bucket)
+            out.add(e.file.external_path or join(directory, e.file.file_name))
+            out.update(join(directory, x) for x in e.file.extra_files)
+        if snap.statistics:
+            out.add(join(table.path, "statistics", snap.statistics))
+    return out
+
+
+def _walk(file_io, directory: str):
+    try:
+        listing = file_io.list_dir(directory)
+    except FileNotFoundStorageError:
+        return
+    for status in listing:
+        if status.is_dir:
+            yield from _walk(file_io, status.path)
+        else:
+            yield status
+
+
+def remove_orphan_files(table, *, older_than_millis: int = DEFAULT_OLDER_THAN_MILLIS, dry_run: bool = False,
+                        clock: Callable[[], float] = time.time) -> OrphanPlan:
+    """Delete (or with ``dry_run`` only list) unreferenced files older than ``older_than_millis``."""
+    if older_than_millis < 0:
+        raise InvalidArgumentError("older_than_millis must not be negative: a cutoff later than now would "
+                                   "delete files a running writer has not committed yet")
+    cutoff = clock() * 1000 - older_than_millis
+    keep = {p.rstrip("/") for p in referenced_files(table)}
+    orphans, size, scanned = [], 0, 0
+    top = table.file_io.list_dir(table.path)
+    for entry in top:
+        name = entry.path.rstrip("/").rsplit("/", 1)[-1]
+        if not entry.is_dir or name in _PROTECTED_DIRS:
+            continue
+        for status in _walk(table.file_io, entry.path):
+            scanned += 1
+            file_name = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if file_name.startswith("."):  # temp files of a publish in progress
+                continue
+            if status.path.rstrip("/") in keep or status.modification_time_millis >= cutoff:
+                continue
+            orphans.append(status.path)
+            size += status.size
+    if not dry_run:
+        for path in orphans:
+            with contextlib.suppress(FileNotFoundStorageError):
+                table.file_io.delete(path)
+    return OrphanPlan(orphans=tuple(orphans), orphan_bytes=size, scanned_files=scanned, dry_run=dry_run)
