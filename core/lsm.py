@@ -216,7 +216,7 @@ def changelog_between(old: pa.Table | None, new: pa.Table, keys: Sequence[str], 
                       deduplicate: bool) -> tuple[pa.Table, np.ndarray, np.ndarray]:
     """The changelog turning merged state ``old`` into ``new`` (both one row per key, sorted by
     key, with ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``): rows, kinds and sequence numbers, in key
-    order (``-U`` before ``+U`` of one key)."""
+    order (``-U`` before ``+U`` of one key); keys that only ``old`` holds follow as ``-D``."""
     new_kinds = new.column(df.VALUE_KIND).to_numpy()
     new_add = np.isin(new_kinds, _ADD_KINDS)
     if old is not None and old.num_rows:
@@ -264,6 +264,12 @@ def changelog_between(old: pa.Table | None, new: pa.Table, keys: Sequence[str], 
     parts_index = np.where(from_old, o_idx[join_rows], n_idx[join_rows] + old.num_rows)
     both_tables = pa.concat_tables([old.select([*values, df.SEQUENCE_NUMBER]),
                                     new.select([*values, df.SEQUENCE_NUMBER])]).combine_chunks()
+    # keys only the old state holds (absent from ``new`` altogether): deleted
+    gone = left.join(right.select([f"k{i}" for i in range(len(keys))]),
+                     keys=[f"k{i}" for i in range(len(keys))], join_type="left anti").column("o").to_numpy()
+    if len(gone):
+        parts_index = np.concatenate([parts_index, np.sort(gone)])
+        kinds = np.concatenate([kinds, np.full(len(gone), df.ROW_KIND_DELETE, np.int8)])
     table = both_tables.take(pa.array(parts_index, pa.int64()))
     return table.select(list(values)), kinds, table.column(df.SEQUENCE_NUMBER).to_numpy()
 

@@ -273,6 +273,14 @@ class Table:
         return remove_orphan_files(self, older_than_millis=DEFAULT_OLDER_THAN_MILLIS if older_than_millis is None
                                    else older_than_millis, dry_run=dry_run, clock=clock or time.time)
 
+    def read_changes(self, start_snapshot: int, end_snapshot: int, *, mode: str = "auto",
+                     columns: Sequence[str] | None = None) -> pa.Table:
+        """Rows that changed after ``start_snapshot`` up to ``end_snapshot``, with a ``rowkind``
+        column (+I/-U/+U/-D); ``mode`` auto, changelog, delta or diff (:mod:`paimonflow.core.incremental`)."""
+        from .incremental import read_changes
+
+        return read_changes(self, start_snapshot, end_snapshot, mode=mode, columns=columns)
+
     @property
     def tags(self):
         """Tag operations: create (from an id, the latest snapshot or a time), replace, rename,
