@@ -85,6 +85,14 @@ def build(work: str, tables: list[pa.Table]):
     return catalog, t
 
 
+def pypaimon_read(python: str, warehouse: str, mode: str, reps: int):
+    """Median seconds of pypaimon's merge-on-read (``mode`` python or rust), or the failure."""
+    proc = subprocess.run([python, "-c", PYPAIMON_READ, warehouse, mode, str(reps)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return f"failed: {proc.stderr[-300:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=3)
@@ -119,23 +127,12 @@ def main() -> None:
     catalog2, _ = build(work, tables)  # an uncompacted table for pypaimon's merge-on-read
     python = os.environ.get("PAIMONFLOW_PYPAIMON_PYTHON") or str(REPO / ".venv-pypaimon" / "bin" / "python")
     for mode in ("python", "rust"):
-        proc = subprocess.run([python, "-c", PYPAIMON_READ, catalog2.warehouse, mode, str(args.reps)],
-                              capture_output=True, text=True)
-        if proc.returncode == 0:
-            result[f"pypaimon_{mode}_merge_on_read_5_runs"] = json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
-        else:
-            result[f"pypaimon_{mode}_merge_on_read_5_runs"] = f"failed: {proc.stderr[-300:]}"
+        result[f"pypaimon_{mode}_merge_on_read_5_runs"] = pypaimon_read(python, catalog2.warehouse, mode, args.reps)
     # merge-on-read when winners are spread over every run (2,000,000 rows, 1,000,000 live)
     catalog3, spread = build(work, spread_runs())
     spread_times = [timed(spread.read)[0] for _ in range(args.reps)]
     result["paimonflow_merge_on_read_spread"] = statistics.median(spread_times)
-    for mode in ("rust",):
-        proc = subprocess.run([python, "-c", PYPAIMON_READ, catalog3.warehouse, mode, str(args.reps)],
-                              capture_output=True, text=True)
-        if proc.returncode == 0:
-            result[f"pypaimon_{mode}_merge_on_read_spread"] = json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]
-        else:
-            result[f"pypaimon_{mode}_merge_on_read_spread"] = f"failed: {proc.stderr[-300:]}"
+    result["pypaimon_rust_merge_on_read_spread"] = pypaimon_read(python, catalog3.warehouse, "rust", args.reps)
     print(json.dumps(result, indent=2))
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from .errors import CorruptMetadataError, FileNotFoundStorageError, InvalidArgumentError
 from .fs import FileStatus, join
 from .names import validate_name
+from .snapshot import branch_root
 
 CONSUMER_PREFIX = "consumer-"
 _LONG_MAX = 2**63 - 1
@@ -87,8 +88,7 @@ class ConsumerManager:
     def __init__(self, file_io, table_path: str, branch: str = "main") -> None:
         self.file_io = file_io
         self.table_path = table_path
-        root = table_path if branch == "main" else join(table_path, "branch", f"branch-{validate_name('branch', branch)}")
-        self.directory = join(root, "consumer")
+        self.directory = join(branch_root(table_path, branch), "consumer")
 
     def path(self, consumer_id: str) -> str:
         """The file of ``consumer_id``. Raises InvalidNameError for an id that is not a safe name."""

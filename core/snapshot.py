@@ -163,14 +163,21 @@ def _parse_id(name: str, prefix: str) -> int | None:
     return int(rest) if rest.isdigit() else None
 
 
+def branch_root(table_path: str, branch: str = "main") -> str:
+    """Where a branch keeps its snapshots, tags and consumers: the table itself for ``main``,
+    else ``<table>/branch/branch-<name>``."""
+    if branch == "main":
+        return table_path
+    return join(table_path, "branch", f"branch-{validate_name('branch', branch)}")
+
+
 class SnapshotManager:
     """The snapshots of one branch of a table."""
 
     def __init__(self, file_io, table_path: str, branch: str = "main") -> None:
         self.file_io = file_io
         self.table_path = table_path
-        root = table_path if branch == "main" else join(table_path, "branch", f"branch-{validate_name('branch', branch)}")
-        self.directory = join(root, "snapshot")
+        self.directory = join(branch_root(table_path, branch), "snapshot")
 
     def path(self, snapshot_id: int) -> str:
         return join(self.directory, f"{SNAPSHOT_PREFIX}{snapshot_id}")
