@@ -252,11 +252,19 @@ class TableCommit:
                 mine = self._snapshots.find_by_commit(self.commit_user, identifier, kind, ambiguous_since + 1)
                 if mine is not None:
                     return self._result(mine, adds, deletes, attempt)
-            base_entries = self._manifests.live_entries(latest) if latest is not None else []
+            # Plain appends (new level-0 files, nothing deleted) cannot conflict except by a bucket
+            # count change, which needs a schema change: without one, skip reading every live file.
+            plain_append = (overwrite is None and not deletes and all(e.file.level == 0 for e in adds)
+                            and (latest is None or latest.schema_id == self._schema.id)
+                            and all(e.total_buckets == (self._options.bucket if self._options.bucket > 0 else -1)
+                                    for e in adds))
+            need_base = latest is not None and not plain_append
+            base_entries = self._manifests.live_entries(latest) if need_base else []
             delta = list(adds) + list(deletes)
             if overwrite is not None:
                 delta = list(adds) + self._overwrite_deletes(base_entries, adds, overwrite)
-            self._check_conflicts(base_entries, delta, kind)
+            if need_base:
+                self._check_conflicts(base_entries, delta, kind)
             index_manifest = self._next_index_manifest(latest, delta, overwrite, *index_changes)
             new_id = 1 if latest is None else latest.id + 1
             written: list[str] = []

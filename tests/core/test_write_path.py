@@ -393,3 +393,4 @@ def test_compacting_writers_racing_lose_no_rows_and_no_files(catalog):
     for split in t.plan(all_levels=True):  # every live file is on storage
         for f in split.files:
             assert t.file_io.exists(f"{t.path}/bucket-{split.bucket}/{f.file_name}")
+
