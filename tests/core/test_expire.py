@@ -191,3 +191,28 @@ def test_expiry_interleaved_with_commits_and_tags_matches_a_model(tmp_path_facto
         for name, expected in tags.items():
             assert state(t, tag=name) == expected
         referenced_files_exist(t)
+
+
+@pytest.mark.parametrize("protected", [True, False])
+def test_expiry_racing_a_reader_that_planned_a_read(catalog, protected):
+    from paimonflow.core.errors import FileNotFoundStorageError
+
+    t = make(catalog, f"race{int(protected)}", **{"write-only": "true"})
+    for i in range(3):
+        t.write(rows(range(10), f"c{i}"))
+    planned_at = t.latest_snapshot().id
+    expected = state(t)
+    splits = t.plan()  # the reader has planned; it reads later
+    if protected:
+        t.consumer_manager.record("reader", planned_at)
+    t.compact(full=True)
+    t.write(rows(range(10), "new"))
+    t.compact(full=True)
+    t.expire_snapshots(retain_min=1, older_than_millis=0)
+    reader = t._reader()
+    if protected:
+        got = reader.read(splits)
+        assert {r["id"]: r["v"] for r in got.to_pylist()} == expected
+    else:  # the files are gone: a clear, typed error, never wrong rows
+        with pytest.raises(FileNotFoundStorageError, match="no such file"):
+            reader.read(splits)
