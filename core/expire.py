@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from .binary_row import deserialize_row
 from .errors import FileNotFoundStorageError, InvalidArgumentError, UnsupportedError
+from .faults import crash_point
 from .fs import join
 from .manifest import FileKind
 from .snapshot import Snapshot
@@ -219,16 +220,22 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
     if dry_run:
         return ExpireResult(plan=plan, dry_run=True)
     total, done = plan.file_count, 0
-    for path in (*plan.data_files, *plan.changelog_files, *plan.metadata_files):
-        with contextlib.suppress(FileNotFoundStorageError):
-            table.file_io.delete(path)
-        done += 1
-        if progress is not None and done % 256 == 0:
-            progress(done, total)
-    for sid in plan.snapshot_ids:
+    for group, name in ((plan.data_files, "data"), (plan.changelog_files, "changelog"),
+                        (plan.metadata_files, "metadata")):
+        for i, path in enumerate(group):
+            with contextlib.suppress(FileNotFoundStorageError):
+                table.file_io.delete(path)
+            done += 1
+            if i == len(group) // 2:
+                crash_point(f"expire:{name}-files")
+            if progress is not None and done % 256 == 0:
+                progress(done, total)
+    for i, sid in enumerate(plan.snapshot_ids):
         with contextlib.suppress(FileNotFoundStorageError):
             table.file_io.delete(table.snapshot_manager.path(sid))
         done += 1
+        if i == len(plan.snapshot_ids) // 2:
+            crash_point("expire:snapshot-files")
     table.snapshot_manager.write_earliest_hint(end)
     if progress is not None:
         progress(total, total)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from .binary_row import deserialize_row
 from .errors import FileNotFoundStorageError, InvalidArgumentError, PaimonflowError
 from .expire import _metadata_files
+from .faults import crash_point
 from .fs import join
 from .write import bucket_directory
 
@@ -110,7 +111,9 @@ def remove_orphan_files(table, *, older_than_millis: int = DEFAULT_OLDER_THAN_MI
             orphans.append(status.path)
             size += status.size
     if not dry_run:
-        for path in orphans:
+        for i, path in enumerate(orphans):
             with contextlib.suppress(FileNotFoundStorageError):
                 table.file_io.delete(path)
+            if i == len(orphans) // 2:
+                crash_point("orphans:files")
     return OrphanPlan(orphans=tuple(orphans), orphan_bytes=size, scanned_files=scanned, dry_run=dry_run)

@@ -24,6 +24,7 @@ from .errors import (
     TagNotFoundError,
 )
 from .expire import _metadata_files
+from .faults import crash_point
 from .fs import join
 from .manifest import FileKind
 from .names import validate_name
@@ -137,9 +138,12 @@ class Tags:
         if not dry_run:
             # the tag file first: a crash then leaves only orphans, never a tag with missing files
             self._table.file_io.delete(self._manager.tag_path(name))
-            for path in freed:
+            crash_point("delete-tag:after-tag-file")
+            for i, path in enumerate(freed):
                 with contextlib.suppress(FileNotFoundStorageError):
                     self._table.file_io.delete(path)
+                if i == len(freed) // 2:
+                    crash_point("delete-tag:files")
         return TagDeletion(name=name, snapshot_id=tag.id, freed_files=tuple(freed), dry_run=dry_run)
 
     def _unneeded_files(self, name: str, tag: Snapshot) -> list[str]:
