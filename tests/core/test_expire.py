@@ -150,18 +150,27 @@ OPS = st.lists(st.one_of(
     st.tuples(st.just("tag"), st.integers(0, 3)),
     st.tuples(st.just("untag"), st.integers(0, 3)),
     st.tuples(st.just("expire"), st.integers(1, 4)),
+    st.tuples(st.just("rollback"), st.integers(0, 3)),
 ), min_size=1, max_size=14)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
-def test_expiry_interleaved_with_commits_and_tags_matches_a_model(tmp_path_factory, ops):
+def test_maintenance_interleaved_with_commits_matches_a_model(tmp_path_factory, ops):
+    """Commits, compactions, tag creation and deletion, expiries and rollbacks in any order: every
+    retained snapshot and tag reads as the model says, no file they need is missing, and the
+    snapshot ids from EARLIEST to LATEST have no gaps."""
     catalog = Catalog(str(tmp_path_factory.mktemp("expmodel")))
     catalog.create_database("db")
     t = make(catalog, "m", **{"bucket": "2", "num-sorted-run.compaction-trigger": "2"})
     model: dict[int, str] = {}
-    by_snapshot: dict[int, dict] = {}
-    tags: dict[str, dict] = {}
+    at: dict[int, dict] = {}  # snapshot id -> the model when it was committed
+    tags: dict[str, tuple[int, dict]] = {}
+
+    def record() -> None:
+        for sid in t.snapshot_manager.list_ids():
+            at.setdefault(sid, dict(model))
+
     for step, (op, arg) in enumerate(ops):
         if op == "write":
             t.write(rows(arg, f"s{step}"))
@@ -173,22 +182,29 @@ def test_expiry_interleaved_with_commits_and_tags_matches_a_model(tmp_path_facto
         elif op == "compact":
             t.compact(full=arg)
         elif op == "tag" and t.latest_snapshot() is not None and f"t{arg}" not in tags:
-            t.tag_manager.create(f"t{arg}", t.latest_snapshot())
-            tags[f"t{arg}"] = dict(model)
+            t.tags.create(f"t{arg}")
+            tags[f"t{arg}"] = (t.latest_snapshot().id, dict(model))
         elif op == "untag" and f"t{arg}" in tags:
-            t.file_io.delete(t.tag_manager.tag_path(f"t{arg}"))  # tag deletion frees nothing here
+            t.tags.delete(f"t{arg}")
             del tags[f"t{arg}"]
         elif op == "expire":
             t.expire_snapshots(retain_min=arg, older_than_millis=0)
-        latest = t.latest_snapshot()
-        if latest is not None:
-            by_snapshot.setdefault(latest.id, dict(model))
-            for sid in range(latest.id - 1, 0, -1):  # compaction snapshots keep the state
-                by_snapshot.setdefault(sid, by_snapshot.get(sid + 1))
+        elif op == "rollback":
+            ids = t.snapshot_manager.list_ids()
+            if len(ids) > 1:
+                target = ids[arg % len(ids)]
+                t.rollback(snapshot_id=target)
+                model = dict(at[target])
+                at = {sid: m for sid, m in at.items() if sid <= target}
+                tags = {n: v for n, v in tags.items() if v[0] <= target}
+        record()
         ids = t.snapshot_manager.list_ids()
-        assert ids == list(range(ids[0], ids[-1] + 1)) if ids else True  # no gaps
+        assert not ids or ids == list(range(ids[0], ids[-1] + 1))
+        assert not ids or t.snapshot_manager.earliest_id() == ids[0]
         assert state(t) == model
-        for name, expected in tags.items():
+        for sid in ids:
+            assert state(t, snapshot_id=sid) == at[sid]
+        for name, (_, expected) in tags.items():
             assert state(t, tag=name) == expected
         referenced_files_exist(t)
 
