@@ -302,6 +302,18 @@ def remove_orphan_files_(identifier: Identifier, warehouse: Warehouse,
     console.print_json(json.dumps(plan.to_dict()))
 
 
+@command("expire-partitions")
+def expire_partitions_(identifier: Identifier, warehouse: Warehouse,
+                       expiration: Annotated[str | None, typer.Option(help="Default partition.expiration-time")] = None,
+                       dry_run: bool = False) -> None:
+    """Drop partitions older than the expiration time (by their values, or update time)."""
+    from .options import parse_duration_millis
+
+    result = _catalog(warehouse).get_table(identifier).expire_partitions(
+        expiration_millis=parse_duration_millis(expiration) if expiration else None, dry_run=dry_run)
+    console.print_json(json.dumps(result.to_dict(), default=str))
+
+
 @command("consumers")
 def consumers_(identifier: Identifier, warehouse: Warehouse,
                reset: Annotated[str | None, typer.Option(help="id=next_snapshot, or id= to delete")] = None) -> None:

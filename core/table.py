@@ -281,6 +281,17 @@ class Table:
 
         return read_changes(self, start_snapshot, end_snapshot, mode=mode, columns=columns)
 
+    def expire_partitions(self, *, expiration_millis: int | None = None, dry_run: bool = False, clock=None,
+                          commit_user: str | None = None):
+        """Drop partitions older than ``partition.expiration-time`` by their values (or update
+        time); see :mod:`paimonflow.core.partition_expire`."""
+        import time
+
+        from .partition_expire import expire_partitions
+
+        return expire_partitions(self, expiration_millis=expiration_millis, dry_run=dry_run,
+                                 clock=clock or time.time, commit_user=commit_user)
+
     @property
     def tags(self):
         """Tag operations: create (from an id, the latest snapshot or a time), replace, rename,
