@@ -124,6 +124,31 @@ def _tags(table) -> pa.Table:
     })
 
 
+def _audit_log(table) -> pa.Table:
+    """The latest snapshot's rows with their row kind first (``rowkind``: ``+I`` or ``+U`` for a
+    key whose newest record was an update), as Paimon's batch ``$audit_log``."""
+    from . import data_file as df
+
+    splits = table.plan()
+    reader = table._reader()
+    names = list(table.arrow_schema.names)
+    kinds_of = pa.array(df.ROW_KIND_NAMES)
+    parts = []
+    for split in splits:
+        if table.primary_keys and not table.options.deletion_vectors:
+            merged = reader.merge_files(split, drop_retractions=True)
+            rows = merged.select(names)
+            kinds = merged.column(df.VALUE_KIND).cast(pa.int64())
+        else:
+            rows = reader.read_split(split)
+            kinds = pa.array([0] * rows.num_rows, pa.int64())
+        parts.append(rows.add_column(0, "rowkind", kinds_of.take(kinds)))
+    if not parts:
+        empty = table.arrow_schema.empty_table()
+        return empty.add_column(0, "rowkind", pa.array([], pa.string()))
+    return pa.concat_tables(parts)
+
+
 def _read_optimized(table) -> pa.Table:
     return table.read(read_optimized=True)
 
@@ -149,6 +174,7 @@ SYSTEM_TABLES: dict[str, Callable] = {
     "snapshots": _snapshots, "schemas": _schemas, "options": _options,
     "files": _files, "manifests": _manifests, "tags": _tags,
     "read_optimized": _read_optimized, "ro": _read_optimized, "index_files": _index_files,
+    "audit_log": _audit_log,
 }
 
 

@@ -65,3 +65,15 @@ def test_overwrite_shows_as_deletes_in_diff_mode(catalog):
     t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
     t.truncate()
     assert changes(t, 1, 2) == [("-D", 1, "a"), ("-D", 2, "b")]
+
+
+def test_audit_log_shows_each_rows_kind(catalog):
+    t = catalog.create_table("db.audit", SCHEMA, primary_keys=["id"], options={"bucket": "2"})
+    t.write(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}, schema=SCHEMA))
+    t.write(pa.table({"id": [1, 2], "v": ["a2", None]}, schema=SCHEMA), row_kinds=pa.array(["+U", "-D"]))
+    log = sorted((r["rowkind"], r["id"], r["v"]) for r in t.system_table("audit_log").to_pylist())
+    assert log == [("+I", 3, "c"), ("+U", 1, "a2")]
+    a = catalog.create_table("db.audit_append", SCHEMA)
+    assert a.system_table("audit_log").column_names == ["rowkind", "id", "v"]
+    a.write(pa.table({"id": [1], "v": ["x"]}, schema=SCHEMA))
+    assert a.system_table("$audit_log").to_pylist() == [{"rowkind": "+I", "id": 1, "v": "x"}]
