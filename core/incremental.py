@@ -36,10 +36,11 @@ def _with_kinds(table: pa.Table, kinds: np.ndarray) -> pa.Table:
 
 def read_changes(table, start: int, end: int, *, mode: str = "auto",
                  columns: Sequence[str] | None = None) -> pa.Table:
-    """Rows changed after snapshot ``start`` up to and including ``end``, with ``rowkind`` first."""
+    """Rows changed after snapshot ``start`` up to and including ``end``, with ``rowkind`` first
+    (``start`` 0: from the first snapshot on; not for ``diff``)."""
     manager = table.snapshot_manager
-    if start >= end:
-        raise InvalidArgumentError(f"incremental read needs start < end, got {start} and {end}")
+    if start >= end or start < 0:
+        raise InvalidArgumentError(f"incremental read needs 0 <= start < end, got {start} and {end}")
     if mode == "auto":
         if table.options.changelog_producer is not ChangelogProducer.NONE:
             mode = "changelog"
