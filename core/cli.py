@@ -314,6 +314,17 @@ def expire_partitions_(identifier: Identifier, warehouse: Warehouse,
     console.print_json(json.dumps(result.to_dict(), default=str))
 
 
+@command("analyze")
+def analyze_(identifier: Identifier, warehouse: Warehouse,
+             column: Annotated[list[str] | None, typer.Option(help="Only these columns; repeatable")] = None) -> None:
+    """Compute table statistics and commit them as an ANALYZE snapshot."""
+    from .statistics import read_statistics
+
+    table = _catalog(warehouse).get_table(identifier)
+    table.analyze(column)
+    console.print_json(json.dumps(read_statistics(table.refresh())))
+
+
 @command("consumers")
 def consumers_(identifier: Identifier, warehouse: Warehouse,
                reset: Annotated[str | None, typer.Option(help="id=next_snapshot, or id= to delete")] = None) -> None:

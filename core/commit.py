@@ -150,26 +150,37 @@ class TableCommit:
         return self._try_commit(adds, deletes, changelog, overwrite, kind, commit_identifier, dict(properties or {}),
                                 (index_adds, index_deletes))
 
+    def commit_statistics(self, statistics_file: str) -> CommitResult:
+        """An ANALYZE snapshot: the latest snapshot's files, now carrying ``statistics_file``."""
+        return self._metadata_only_commit(CommitKind.ANALYZE, statistics=statistics_file, full_merge=False)
+
     def compact_manifest(self) -> CommitResult:
         """Rewrite all data manifests of the latest snapshot as one fully merged base (ADD/DELETE
         pairs cancelled, no DELETE left) in a new COMPACT snapshot that changes no data (Paimon's
         ``compact_manifest``). Nothing to do (no DELETE entries, at most one manifest) commits
         nothing. Retries on losing the race, like any commit."""
+        return self._metadata_only_commit(CommitKind.COMPACT, full_merge=True)
+
+    def _metadata_only_commit(self, kind: CommitKind, *, full_merge: bool, statistics: str | None = None
+                              ) -> CommitResult:
         attempt = 0
         while True:
             attempt += 1
             latest = self._snapshots.latest()
+            nothing = CommitResult(snapshot_id=None, commit_kind=None, commit_user=self.commit_user,
+                                   commit_identifier=BATCH_COMMIT_IDENTIFIER)
             if latest is None:
-                return CommitResult(snapshot_id=None, commit_kind=None, commit_user=self.commit_user,
-                                    commit_identifier=BATCH_COMMIT_IDENTIFIER)
+                return nothing
             metas = self._manifests.data_manifests(latest)
-            if len(metas) <= 1 and not any(m.num_deleted_files for m in metas):
-                return CommitResult(snapshot_id=None, commit_kind=None, commit_user=self.commit_user,
-                                    commit_identifier=BATCH_COMMIT_IDENTIFIER)
-            live = self._manifests.live_entries(latest)
+            if full_merge and len(metas) <= 1 and not any(m.num_deleted_files for m in metas):
+                return nothing
             written: list[str] = []
             try:
-                base = self._manifests.write_manifests(live, self._schema.id, written)
+                if full_merge:
+                    base = self._manifests.write_manifests(self._manifests.live_entries(latest), self._schema.id,
+                                                           written)
+                else:
+                    base = metas
                 base_list, base_size = self._manifests.write_list(base, written)
                 delta_list, delta_size = self._manifests.write_list([], written)
                 snapshot = dataclasses.replace(
@@ -177,7 +188,8 @@ class TableCommit:
                     delta_manifest_list=delta_list, delta_manifest_list_size=delta_size,
                     changelog_manifest_list=None, changelog_manifest_list_size=None, changelog_record_count=None,
                     commit_user=self.commit_user, commit_identifier=BATCH_COMMIT_IDENTIFIER,
-                    commit_kind=CommitKind.COMPACT, time_millis=int(self._clock() * 1000), delta_record_count=0,
+                    commit_kind=kind, time_millis=int(self._clock() * 1000), delta_record_count=0,
+                    statistics=statistics if statistics is not None else latest.statistics,
                     properties=None, uuid=str(uuid.uuid4()))
             except BaseException:
                 self._manifests.delete_files(written)
@@ -188,12 +200,11 @@ class TableCommit:
                 raise CommitOutcomeUnknownError(f"publishing snapshot {snapshot.id} failed in an unknown way: {exc}") \
                     from exc
             if landed:
-                return CommitResult(snapshot_id=snapshot.id, commit_kind=CommitKind.COMPACT,
-                                    commit_user=self.commit_user, commit_identifier=BATCH_COMMIT_IDENTIFIER,
-                                    attempts=attempt)
+                return CommitResult(snapshot_id=snapshot.id, commit_kind=kind, commit_user=self.commit_user,
+                                    commit_identifier=BATCH_COMMIT_IDENTIFIER, attempts=attempt)
             self._manifests.delete_files(written)
             if attempt > self._options.commit_max_retries:
-                raise CommitRetriesExhaustedError(f"manifest compaction lost the race {attempt} times")
+                raise CommitRetriesExhaustedError(f"{kind.value} commit lost the race {attempt} times")
             self._sleep(attempt)
 
     def _commit_append_then_compact(self, messages: Sequence[CommitMessage], identifier: int,

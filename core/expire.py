@@ -179,6 +179,8 @@ def _metadata_files(table, snapshot: Snapshot) -> Iterable[str]:
             continue
         for m in metas:
             yield join(mio.manifest_dir, m.file_name)
+    if snapshot.statistics:
+        yield join(table.path, "statistics", snapshot.statistics)
     if snapshot.index_manifest:
         yield join(mio.manifest_dir, snapshot.index_manifest)
         try:

@@ -292,6 +292,12 @@ class Table:
         return expire_partitions(self, expiration_millis=expiration_millis, dry_run=dry_run,
                                  clock=clock or time.time, commit_user=commit_user)
 
+    def analyze(self, columns: Sequence[str] | None = None, *, commit_user: str | None = None):
+        """Compute table statistics and commit them as an ANALYZE snapshot (:mod:`paimonflow.core.statistics`)."""
+        from .statistics import analyze
+
+        return analyze(self, columns, commit_user=commit_user)
+
     @property
     def tags(self):
         """Tag operations: create (from an id, the latest snapshot or a time), replace, rename,
