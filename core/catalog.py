@@ -11,16 +11,19 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from .errors import (
+    BranchNotFoundError,
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
     TableAlreadyExistsError,
+    InvalidNameError,
     TableNotFoundError,
 )
 from .fs import FileIO, get_file_io, join
-from .names import split_identifier, validate_name
+from .names import parse_table_name, split_identifier, validate_name
 from .options import validate_user_options
 from .schema import Schema, SchemaManager
+from .snapshot import MAIN_BRANCH
 from .table import Table
 
 DB_SUFFIX = ".db"
@@ -134,18 +137,26 @@ class Catalog:
         return self.get_table(identifier)
 
     def get_table(self, identifier: str) -> Table:
-        """Open a table. ``db.t$snapshots`` style names are system tables: use ``load_system_table``."""
-        path = self.table_path(identifier)
-        manager = SchemaManager(self.file_io, path)
-        schema = manager.latest()
+        """Open a table; ``db.t$branch_b`` opens its branch ``b``. ``db.t$snapshots`` style names
+        are system tables: use ``load_system_table``."""
+        base, branch, system = parse_table_name(identifier)
+        if system is not None:
+            raise InvalidNameError("table", identifier, f"names the system table {system!r}; use load_system_table")
+        path = self.table_path(base)
+        if SchemaManager(self.file_io, path).latest() is None:
+            raise TableNotFoundError(f"table {base!r} does not exist")
+        schema = SchemaManager(self.file_io, path, branch).latest()
         if schema is None:
-            raise TableNotFoundError(f"table {identifier!r} does not exist")
-        return Table(file_io=self.file_io, path=path, identifier=identifier, schema=schema)
+            raise BranchNotFoundError(f"branch {branch!r} of table {base!r} does not exist")
+        return Table(file_io=self.file_io, path=path, identifier=identifier, schema=schema, branch=branch)
 
     def load_system_table(self, name: str) -> pa.Table:
-        """``"db.t$snapshots"`` -> the system table as a pyarrow Table."""
-        identifier, _, system = name.partition(SYSTEM_TABLE_SEPARATOR)
-        return self.get_table(identifier).system_table(system)
+        """``"db.t$snapshots"`` (or ``"db.t$branch_b$snapshots"``) -> the system table as a pyarrow Table."""
+        base, branch, system = parse_table_name(name)
+        if system is None:
+            raise InvalidNameError("table", name, "names no system table (expected 'db.t$<system table>')")
+        table = self.get_table(base if branch == MAIN_BRANCH else f"{base}$branch_{branch}")
+        return table.system_table(system)
 
     def drop_table(self, identifier: str, *, ignore_if_not_exists: bool = False) -> None:
         if not self.table_exists(identifier):

@@ -79,6 +79,14 @@ class TagNotFoundError(SnapshotNotFoundError):
     pass
 
 
+class BranchNotFoundError(CatalogError, LookupError):
+    """The named branch of a table does not exist."""
+
+
+class BranchAlreadyExistsError(CatalogError):
+    """A branch of that name exists (and was created from another source)."""
+
+
 class CorruptMetadataError(PaimonflowError):
     """A metadata file cannot be parsed: truncated, bit-flipped, or not what its name says."""
 

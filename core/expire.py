@@ -126,6 +126,9 @@ def plan_expiry(table, earliest: int, end: int) -> ExpirePlan:
             tag_files[tag.id] = {(e.partition, e.bucket, e.file.file_name) for e in mio.live_entries(tag)}
         return tag_files[tag.id]
 
+    from .branch import files_of_other_branches
+
+    others = files_of_other_branches(table)  # files other branches share are never deleted here
     data: list[str] = []
     for sid in range(earliest + 1, end + 1):
         snapshot = manager.try_snapshot(sid)
@@ -140,13 +143,13 @@ def plan_expiry(table, earliest: int, end: int) -> ExpirePlan:
         keep = files_of_tag(previous_tag) if previous_tag is not None else set()
         for e in entries:
             key = (e.partition, e.bucket, e.file.file_name)
-            if e.kind is FileKind.DELETE and key not in added and key not in keep:
+            if e.kind is FileKind.DELETE and key not in added and key not in keep and key not in others.data:
                 data.append(path_of(e))
                 data.extend(join(path_of(e).rsplit("/", 1)[0], x) for x in e.file.extra_files)
 
     changelog: list[str] = []
     metadata: list[str] = []
-    protected = set()
+    protected = set(others.metadata)
     end_snapshot = manager.try_snapshot(end)
     for keeper in [end_snapshot, *tags]:
         if keeper is not None:
@@ -157,7 +160,8 @@ def plan_expiry(table, earliest: int, end: int) -> ExpirePlan:
             continue
         with contextlib.suppress(FileNotFoundStorageError):
             for e in mio.changelog_entries(snapshot):
-                changelog.append(path_of(e))
+                if (e.partition, e.bucket, e.file.file_name) not in others.data:
+                    changelog.append(path_of(e))
         metadata.extend(f for f in _metadata_files(table, snapshot) if f not in protected)
     snapshot_ids = tuple(sid for sid in range(earliest, end) if manager.exists(sid))
     return ExpirePlan(earliest=earliest, end=end, snapshot_ids=snapshot_ids, data_files=tuple(dict.fromkeys(data)),

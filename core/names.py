@@ -57,3 +57,21 @@ def split_identifier(identifier: object) -> tuple[str, str]:
         raise InvalidNameError("table", identifier, "expected '<database>.<table>'")
     database, table = identifier.split(".")
     return validate_name("database", database), validate_name("table", table)
+
+
+BRANCH_PREFIX = "branch_"
+
+
+def parse_table_name(name: object) -> tuple[str, str, str | None]:
+    """Split ``"db.t"``, ``"db.t$branch_b"``, ``"db.t$snapshots"`` or ``"db.t$branch_b$snapshots"``
+    into ``(identifier, branch, system table or None)``; the branch is ``"main"`` unless named."""
+    if not isinstance(name, str):
+        raise InvalidNameError("table", name, "must be a string")
+    base, *rest = name.split("$")
+    split_identifier(base)
+    branch = "main"
+    if rest and rest[0].startswith(BRANCH_PREFIX):
+        branch = validate_name("branch", rest.pop(0)[len(BRANCH_PREFIX):])
+    if len(rest) > 1 or (rest and not rest[0]):
+        raise InvalidNameError("table", name, "expected 'db.t', 'db.t$branch_<b>' and an optional '$<system table>'")
+    return base, branch, (rest[0] if rest else None)

@@ -44,7 +44,32 @@ class OrphanPlan:
 
 
 def referenced_files(table) -> set[str]:
-    """Absolute paths of every file a snapshot or tag of ``table`` references."""
+    """Absolute paths of every file a snapshot or tag of any branch of ``table`` references."""
+    from .branch import BranchManager, open_branch
+
+    _check_branch_directories(table)
+    out: set[str] = set()
+    for branch in ["main", *BranchManager(table).list()]:
+        out |= _referenced_by_branch(open_branch(table, branch))
+    return out
+
+
+def _check_branch_directories(table) -> None:
+    """A branch directory with snapshots or tags but no schema cannot be read: abort (Paimon does too)."""
+    from .branch import BRANCH_DIR, BRANCH_PREFIX
+
+    for status in table.file_io.list_dir(join(table.path, BRANCH_DIR)):
+        name = status.path.rstrip("/").rsplit("/", 1)[-1]
+        if not status.is_dir or not name.startswith(BRANCH_PREFIX):
+            continue
+        has_schema = bool(table.file_io.list_dir(join(status.path, "schema")))
+        has_state = any(table.file_io.list_dir(join(status.path, d)) for d in ("snapshot", "tag", "changelog"))
+        if has_state and not has_schema:
+            raise OrphanCleanAbortedError(f"branch directory {status.path} has snapshots or tags but no schema; "
+                                          "check it by hand (no file was deleted)")
+
+
+def _referenced_by_branch(table) -> set[str]:
     manager = table.snapshot_manager
     keepers = []
     for sid in manager.list_ids():

@@ -31,6 +31,7 @@ from .errors import (
     SchemaError,
 )
 from .fs.base import FileIO, StorageOutcomeUnknownError, join
+from .snapshot import branch_root
 from .names import validate_name
 from .types import (
     COMPOSITE_ROOTS,
@@ -810,10 +811,11 @@ class SchemaManager:
     """Reads and writes ``<table>/schema/schema-<id>``; every file is published with
     create-if-absent, so no schema version is ever overwritten."""
 
-    def __init__(self, file_io: FileIO, table_path: str) -> None:
+    def __init__(self, file_io: FileIO, table_path: str, branch: str = "main") -> None:
         self._file_io = file_io
         self.table_path = table_path
-        self.directory = join(table_path, "schema")
+        self.branch = branch
+        self.directory = join(branch_root(table_path, branch), "schema")
 
     def path(self, schema_id: int) -> str:
         """The file of schema ``schema_id``."""

@@ -19,6 +19,7 @@ from .names import validate_name
 
 SNAPSHOT_PREFIX = "snapshot-"
 LATEST, EARLIEST = "LATEST", "EARLIEST"
+MAIN_BRANCH = "main"
 
 
 class CommitKind(StrEnum):
@@ -163,10 +164,10 @@ def _parse_id(name: str, prefix: str) -> int | None:
     return int(rest) if rest.isdigit() else None
 
 
-def branch_root(table_path: str, branch: str = "main") -> str:
+def branch_root(table_path: str, branch: str = MAIN_BRANCH) -> str:
     """Where a branch keeps its snapshots, tags and consumers: the table itself for ``main``,
     else ``<table>/branch/branch-<name>``."""
-    if branch == "main":
+    if branch == MAIN_BRANCH:
         return table_path
     return join(table_path, "branch", f"branch-{validate_name('branch', branch)}")
 
@@ -177,6 +178,7 @@ class SnapshotManager:
     def __init__(self, file_io, table_path: str, branch: str = "main") -> None:
         self.file_io = file_io
         self.table_path = table_path
+        self.branch = branch
         self.directory = join(branch_root(table_path, branch), "snapshot")
 
     def path(self, snapshot_id: int) -> str:
@@ -332,9 +334,10 @@ class SnapshotManager:
 class TagManager:
     """Tags (``tag/tag-<name>``): a snapshot JSON plus optional ``tagCreateTime``/``tagTimeRetained``."""
 
-    def __init__(self, file_io, table_path: str) -> None:
+    def __init__(self, file_io, table_path: str, branch: str = "main") -> None:
         self.file_io = file_io
-        self.directory = join(table_path, "tag")
+        self.branch = branch
+        self.directory = join(branch_root(table_path, branch), "tag")
 
     def tag_path(self, name: str) -> str:
         return join(self.directory, f"tag-{validate_name('tag', name)}")
@@ -364,4 +367,4 @@ class TagManager:
         return self.file_io.create_if_absent(self.tag_path(name), tagged.to_json())
 
 
-__all__ = ["CommitKind", "Snapshot", "SnapshotManager", "TagManager"]
+__all__ = ["MAIN_BRANCH", "CommitKind", "Snapshot", "SnapshotManager", "TagManager", "branch_root"]

@@ -124,6 +124,19 @@ def _tags(table) -> pa.Table:
     })
 
 
+def _branches(table) -> pa.Table:
+    """Paimon's ``$branches`` (branch_name, create_time), plus where each branch came from."""
+    manager = table.branches
+    infos = [manager.info(n) for n in manager.list()]
+    return pa.table({
+        "branch_name": pa.array([i.name for i in infos], pa.string()),
+        "create_time": pa.array([i.create_time_millis for i in infos], pa.int64()).cast(_TS),
+        "from_tag": pa.array([i.from_tag for i in infos], pa.string()),
+        "earliest_snapshot_id": pa.array([i.earliest_snapshot for i in infos], pa.int64()),
+        "latest_snapshot_id": pa.array([i.latest_snapshot for i in infos], pa.int64()),
+    })
+
+
 def _audit_log(table) -> pa.Table:
     """The latest snapshot's rows with their row kind first (``rowkind``: ``+I`` or ``+U`` for a
     key whose newest record was an update), as Paimon's batch ``$audit_log``."""
@@ -174,7 +187,7 @@ SYSTEM_TABLES: dict[str, Callable] = {
     "snapshots": _snapshots, "schemas": _schemas, "options": _options,
     "files": _files, "manifests": _manifests, "tags": _tags,
     "read_optimized": _read_optimized, "ro": _read_optimized, "index_files": _index_files,
-    "audit_log": _audit_log,
+    "audit_log": _audit_log, "branches": _branches,
 }
 
 

@@ -27,28 +27,33 @@ from .options import CoreOptions
 from .predicate import Predicate
 from .read import ScanPlanner, Split, SplitReader
 from .schema import SchemaManager, TableSchema
-from .snapshot import CommitKind, Snapshot, SnapshotManager, TagManager
+from .snapshot import MAIN_BRANCH, CommitKind, Snapshot, SnapshotManager, TagManager
 from .write import TableWrite
 
 
 class Table:
-    """One table (the ``main`` branch) of a warehouse.
+    """One table of a warehouse, seen through one branch (``main`` unless opened as ``db.t$branch_b``).
 
     Obtain it from :class:`~paimonflow.core.catalog.Catalog`. The object holds the schema it was
     opened with; ``refresh()`` returns a new object after schema changes by others.
     """
 
-    def __init__(self, *, file_io: FileIO, path: str, identifier: str, schema: TableSchema) -> None:
+    def __init__(self, *, file_io: FileIO, path: str, identifier: str, schema: TableSchema,
+                 branch: str = MAIN_BRANCH) -> None:
         self.file_io, self.path, self.identifier, self.schema = file_io, path, identifier, schema
+        self.branch = validate_name("branch", branch)
         self.options = CoreOptions.from_map(schema.options)
-        self.snapshot_manager = SnapshotManager(file_io, path)
-        self.schema_manager = SchemaManager(file_io, path)
-        self.tag_manager = TagManager(file_io, path)
-        self.consumer_manager = ConsumerManager(file_io, path)
+        # Snapshots, schemas, tags and consumers are per branch; data files, manifests, index and
+        # statistics files of every branch live in the table's own directories.
+        self.snapshot_manager = SnapshotManager(file_io, path, branch)
+        self.schema_manager = SchemaManager(file_io, path, branch)
+        self.tag_manager = TagManager(file_io, path, branch)
+        self.consumer_manager = ConsumerManager(file_io, path, branch)
         self.manifest_io = ManifestIO(file_io=file_io, table_path=path, schema=schema, options=self.options)
 
     def __repr__(self) -> str:
-        return f"Table({self.identifier!r}, path={self.path!r}, schema_id={self.schema.id})"
+        branch = "" if self.branch == MAIN_BRANCH else f", branch={self.branch!r}"
+        return f"Table({self.identifier!r}, path={self.path!r}, schema_id={self.schema.id}{branch})"
 
     # -- facts -------------------------------------------------------------------------------
 
@@ -66,7 +71,24 @@ class Table:
 
     def refresh(self) -> Table:
         return Table(file_io=self.file_io, path=self.path, identifier=self.identifier,
-                     schema=self.schema_manager.latest())
+                     schema=self.schema_manager.latest(), branch=self.branch)
+
+    # -- branches ----------------------------------------------------------------------------
+
+    @property
+    def branches(self):
+        """Branch operations: create (empty or from a tag), delete, list, fast-forward
+        (:class:`~paimonflow.core.branch.BranchManager`)."""
+        from .branch import BranchManager
+
+        return BranchManager(self)
+
+    def switch_to_branch(self, branch: str) -> Table:
+        """The same table seen through ``branch`` (``"main"`` for the main branch): its own
+        snapshots, schemas, tags and consumers; reads and writes go to that branch."""
+        from .branch import open_branch
+
+        return open_branch(self, branch)
 
     def latest_snapshot(self) -> Snapshot | None:
         return self.snapshot_manager.latest()
@@ -447,7 +469,8 @@ class Table:
             if isinstance(change, SetOption):
                 validate_user_options({change.key: change.value})
         new_schema = self.schema_manager.commit_changes(list(changes))
-        return Table(file_io=self.file_io, path=self.path, identifier=self.identifier, schema=new_schema)
+        return Table(file_io=self.file_io, path=self.path, identifier=self.identifier, schema=new_schema,
+                     branch=self.branch)
 
     # -- system tables -----------------------------------------------------------------------
 

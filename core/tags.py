@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from .branch import files_of_other_branches
 from .errors import (
     FileNotFoundStorageError,
     InvalidArgumentError,
@@ -157,7 +158,8 @@ class Tags:
         earliest = manager.earliest()
         after = earliest if earliest is not None and (after_tag is None or earliest.id < after_tag.id) else after_tag
         neighbours = [s for s in (before, after) if s is not None]
-        keep_data, keep_meta = set(), set()
+        others = files_of_other_branches(table)  # other branches may share these files
+        keep_data, keep_meta = set(others.data), set(others.metadata)
         for s in neighbours:
             keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in table.manifest_io.live_entries(s)}
             keep_meta |= set(_metadata_files(table, s))
@@ -232,6 +234,9 @@ def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
     # what the removed snapshots added that the target does not hold
     keep_data = {(e.partition, e.bucket, e.file.file_name) for e in table.manifest_io.live_entries(target)}
     keep_meta = set(_metadata_files(table, target))
+    others = files_of_other_branches(table)  # other branches may share these files
+    keep_data |= others.data
+    keep_meta |= others.metadata
     for t in tags.list().values():
         if t.id <= target.id:
             keep_meta |= set(_metadata_files(table, t))

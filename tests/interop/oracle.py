@@ -58,6 +58,18 @@ class Oracle:
         self._ops.append({"op": "alter_table", "warehouse": str(warehouse), "identifier": identifier,
                           "changes": changes})
 
+    def create_tag(self, warehouse, identifier, tag: str, *, snapshot_id=None) -> None:
+        self._ops.append({"op": "create_tag", "warehouse": str(warehouse), "identifier": identifier, "tag": tag,
+                          "snapshot_id": snapshot_id})
+
+    def create_branch(self, warehouse, identifier, branch: str, *, tag=None) -> None:
+        self._ops.append({"op": "create_branch", "warehouse": str(warehouse), "identifier": identifier,
+                          "branch": branch, "tag": tag})
+
+    def fast_forward(self, warehouse, identifier, branch: str) -> None:
+        self._ops.append({"op": "fast_forward", "warehouse": str(warehouse), "identifier": identifier,
+                          "branch": branch})
+
     def read(self, warehouse, identifier, *, snapshot_id=None, tag=None, options=None) -> int:
         self._n += 1
         out = self._dir / f"out-{self._n}.arrow"

@@ -89,7 +89,23 @@ def alter_table(op):
     return {}
 
 
-OPS = {"create_table": create_table, "write": write, "read": read, "snapshots": snapshots, "alter_table": alter_table}
+def create_tag(op):
+    _catalog(op).get_table(op["identifier"]).create_tag(op["tag"], snapshot_id=op.get("snapshot_id"))
+    return {}
+
+
+def create_branch(op):
+    _catalog(op).get_table(op["identifier"]).branch_manager().create_branch(op["branch"], op.get("tag"))
+    return {}
+
+
+def fast_forward(op):
+    _catalog(op).get_table(op["identifier"]).branch_manager().fast_forward(op["branch"])
+    return {}
+
+
+BRANCH_OPS = {"create_tag": create_tag, "create_branch": create_branch, "fast_forward": fast_forward}
+OPS = {**BRANCH_OPS, "create_table": create_table, "write": write, "read": read, "snapshots": snapshots, "alter_table": alter_table}
 
 
 def main():
