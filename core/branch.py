@@ -186,9 +186,6 @@ class BranchManager:
         root = self._root(name)
         if not self._io.exists(root):
             raise BranchNotFoundError(f"branch {name!r} does not exist")
-        fallback = self._table.schema.options.get("scan.fallback-branch")
-        if fallback == name:
-            raise InvalidArgumentError(f"branch {name!r} is this table's scan.fallback-branch; unset it first")
         self._io.delete(join(root, "schema"), recursive=True)  # the branch is gone from here on
         crash_point("delete-branch:after-schemas")
         self._io.delete(root, recursive=True)

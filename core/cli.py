@@ -288,6 +288,46 @@ def rollback_(identifier: Identifier, warehouse: Warehouse,
                                    "removed_tags": list(done.removed_tags), "deleted_files": done.deleted_files}))
 
 
+@command("branches")
+def branches_(identifier: Identifier, warehouse: Warehouse) -> None:
+    """List branches (open one as <database>.<table>$branch_<name> in every other verb)."""
+    _show(_catalog(warehouse).get_table(identifier).system_table("branches"), title=f"{identifier}$branches")
+
+
+@command("create-branch")
+def create_branch(identifier: Identifier, warehouse: Warehouse, name: str,
+                  tag: Annotated[str | None, typer.Option(help="Start from this tag; default: empty")] = None,
+                  ignore_if_exists: bool = False) -> None:
+    """Create a branch, empty (main's schema) or from a tag."""
+    branch = _catalog(warehouse).get_table(identifier).branches.create(name, tag=tag,
+                                                                       ignore_if_exists=ignore_if_exists)
+    console.print(f"branch {name!r} → {branch.identifier} (latest snapshot {branch.snapshot_manager.latest_id()})")
+
+
+@command("delete-branch")
+def delete_branch(identifier: Identifier, warehouse: Warehouse, name: str) -> None:
+    """Delete a branch (files only it wrote become orphans for remove-orphan-files)."""
+    _catalog(warehouse).get_table(identifier).branches.delete(name)
+    console.print(f"deleted branch {name!r}")
+
+
+@command("rename-branch")
+def rename_branch(identifier: Identifier, warehouse: Warehouse, old: str, new: str) -> None:
+    """Rename a branch."""
+    _catalog(warehouse).get_table(identifier).branches.rename(old, new)
+    console.print(f"renamed branch {old!r} to {new!r}")
+
+
+@command("fast-forward")
+def fast_forward(identifier: Identifier, warehouse: Warehouse, branch: str) -> None:
+    """Make the main branch equal to BRANCH (main's later snapshots and tags are replaced)."""
+    done = _catalog(warehouse).get_table(identifier).branches.fast_forward(branch)
+    console.print_json(json.dumps({"branch": done.branch, "from_snapshot": done.from_snapshot,
+                                   "removed_snapshots": list(done.removed_snapshots),
+                                   "copied_snapshots": list(done.copied_snapshots),
+                                   "removed_tags": list(done.removed_tags), "copied_tags": list(done.copied_tags)}))
+
+
 @command("remove-orphan-files")
 def remove_orphan_files_(identifier: Identifier, warehouse: Warehouse,
                          older_than: Annotated[str, typer.Option(help="Only files older than this")] = "1 d",

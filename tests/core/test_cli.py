@@ -84,3 +84,30 @@ def test_maintenance_verbs(tmp_path):
     bad = invoke("create-tag", "db.t", "-w", wh, "../x")
     assert bad.exit_code == 2 and "InvalidNameError" in bad.output
     assert sorted(r["id"] for r in t.read().to_pylist()) == [0, 1]
+
+
+def test_branch_verbs(tmp_path):
+    wh = str(tmp_path / "wh")
+    catalog = Catalog(wh)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write(pa.table({"id": [1, 2], "v": ["a", "a"]}, schema=schema))
+    assert invoke("create-tag", "db.t", "-w", wh, "base").exit_code == 0
+    out = invoke("create-branch", "db.t", "-w", wh, "dev", "--tag", "base")
+    assert out.exit_code == 0 and "db.t$branch_dev" in out.output
+    assert invoke("create-branch", "db.t", "-w", wh, "scratch").exit_code == 0
+    listed = invoke("branches", "db.t", "-w", wh).output
+    assert "dev" in listed and "scratch" in listed and "base" in listed
+    # every verb works on a branch through its identifier
+    catalog.get_table("db.t$branch_dev").write(pa.table({"id": [3], "v": ["dev"]}, schema=schema))
+    assert "2" in invoke("snapshots", "db.t$branch_dev", "-w", wh).output
+    assert invoke("rename-branch", "db.t", "-w", wh, "scratch", "tmp").exit_code == 0
+    assert invoke("delete-branch", "db.t", "-w", wh, "tmp").exit_code == 0
+    done = json.loads(invoke("fast-forward", "db.t", "-w", wh, "dev").output)
+    assert done["copied_snapshots"] == [1, 2]
+    assert sorted(r["id"] for r in catalog.get_table("db.t").read().to_pylist()) == [1, 2, 3]
+    bad = invoke("create-branch", "db.t", "-w", wh, "123")
+    assert bad.exit_code == 2 and "InvalidNameError" in bad.output
+    missing = invoke("read", "db.t$branch_nope", "-w", wh)
+    assert missing.exit_code == 2 and "BranchNotFoundError" in missing.output
