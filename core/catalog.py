@@ -15,8 +15,8 @@ from .errors import (
     DatabaseAlreadyExistsError,
     DatabaseNotEmptyError,
     DatabaseNotFoundError,
-    TableAlreadyExistsError,
     InvalidNameError,
+    TableAlreadyExistsError,
     TableNotFoundError,
 )
 from .fs import FileIO, get_file_io, join

@@ -31,8 +31,8 @@ from .errors import (
     SchemaError,
 )
 from .fs.base import FileIO, StorageOutcomeUnknownError, join
-from .snapshot import branch_root
 from .names import validate_name
+from .snapshot import branch_root
 from .types import (
     COMPOSITE_ROOTS,
     DataField,

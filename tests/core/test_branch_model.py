@@ -64,13 +64,13 @@ class Branches(RuleBasedStateMachine):
 
     @rule(branch=branches)
     def compact(self, branch):
-        if branch in self.snapshots and self.snapshots[branch]:
+        if self.snapshots.get(branch):
             self.table(branch).compact(full=True)
             self.record(branch, self.latest(branch))
 
     @rule(branch=branches)
     def tag(self, branch):
-        if branch in self.snapshots and self.snapshots[branch]:
+        if self.snapshots.get(branch):
             self.counter += 1
             name = f"tag{self.counter}"
             t = self.table(branch)
