@@ -518,3 +518,36 @@ def test_pypaimon_reads_our_tags_and_rolled_back_tables(tmp_path):
     latest, tagged = oracle.run()
     assert canonical(latest) == canonical(t.read())
     assert canonical(tagged) == at_two
+
+
+def test_we_tag_and_roll_back_pypaimon_tables(tmp_path):
+    """A table pypaimon wrote (and tagged): we tag it, roll it back to its tag and to one of ours,
+    write on, and both readers agree at the latest snapshot and at every tag."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    wh = tmp_path / "wh"
+    oracle = Oracle(tmp_path)
+    oracle.create_table(wh, "db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    for i in range(5):
+        oracle.write(wh, "db.t", pa.table({"id": [i, 9], "v": [f"p{i}"] * 2}, schema=schema))
+        if i == 1:
+            oracle.create_tag(wh, "db.t", "theirs")
+    oracle.run()
+    t = Catalog(str(wh)).get_table("db.t")
+    assert set(t.tags.list()) == {"theirs"} and t.tags.get("theirs").id == 2
+    at_theirs = canonical(t.read(tag="theirs"))
+    t.tags.create("ours", snapshot_id=4, time_retained="2 d")
+    at_ours = canonical(t.read(tag="ours"))
+    t.rollback(tag="ours")
+    assert t.snapshot_manager.latest_id() == 4
+    t.write(pa.table({"id": [7], "v": ["after"]}, schema=schema))  # reuses id 5
+    oracle.read(wh, "db.t")
+    oracle.read(wh, "db.t", tag="ours")
+    oracle.read(wh, "db.t", tag="theirs")
+    latest, ours, theirs = oracle.run()
+    assert canonical(latest) == canonical(t.read())
+    assert canonical(ours) == at_ours and canonical(theirs) == at_theirs
+    t.rollback(tag="theirs")
+    t.tags.delete("theirs")
+    oracle.read(wh, "db.t")
+    (rolled,) = oracle.run()
+    assert canonical(rolled) == canonical(t.read()) == at_theirs
