@@ -79,91 +79,119 @@ def _start(table, partitions, buckets, commit_user, commit_identifier):
     return committer, identifier, splits, None
 
 
-def full_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None = None,
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionTask:
+    """One unit of compaction work (picklable, so a Spark executor can run it): one bucket, or
+    for unaware-bucket append tables one bin of small files of a partition."""
+
+    split: Split
+    full: bool
+    files: tuple | None = None  # the bin to rewrite (unaware-bucket tables); None: the whole bucket
+    snapshot_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionPlan:
+    """What a compaction will do: its tasks, and the commit identity it will commit under.
+    ``done`` is set instead when there is nothing to run (already committed, or no snapshot)."""
+
+    commit_user: str
+    commit_identifier: int
+    tasks: tuple[CompactionTask, ...] = ()
+    done: CompactionResult | None = None
+
+
+def plan_compaction(table, *, full: bool, partitions: Sequence[Mapping[str, object]] | None = None,
                     buckets: Iterable[int] | None = None, commit_user: str | None = None,
-                    commit_identifier: int | None = None) -> CompactionResult:
-    """Compact the chosen partitions and buckets (default: all) of the latest snapshot."""
+                    commit_identifier: int | None = None) -> CompactionPlan:
+    """Plan a compaction of the chosen partitions and buckets (default: all) of the latest snapshot."""
     committer, identifier, splits, done = _start(table, partitions, buckets, commit_user, commit_identifier)
     if done is not None:
-        return done
-    if table.primary_keys:
-        return _compact_primary_key(table, committer, identifier, splits, full=True)
-    return _compact_append(table, committer, identifier, splits, full=True)
-
-
-def _compact_append(table, committer, identifier: int, splits: Sequence[Split], *, full: bool) -> CompactionResult:
-    """Bucketed tables: Paimon's per-bucket pick (full or sliding window). Unaware-bucket tables
-    (``bucket = -1``): small files bin-packed per partition; a leftover bin is compacted once it
-    has ``compaction.min.file-num`` files, or two with ``full``."""
-    from .append_compact import AppendCompactor
-    from .compact import plan_unaware
-
-    compactor = AppendCompactor(table)
-    if table.options.bucket > 0:
-        jobs = [(s, None) for s in splits]
+        return CompactionPlan(commit_user=committer.commit_user, commit_identifier=identifier, done=done)
+    snapshot_id = table.snapshot_manager.latest_id()
+    if table.primary_keys or table.options.bucket > 0:
+        tasks = [CompactionTask(split=s, full=full, snapshot_id=snapshot_id) for s in splits]
     else:
-        s = compactor.settings
-        by_partition = {split.partition: split for split in splits}
-        tasks = plan_unaware({p: split.files for p, split in by_partition.items()},
-                             target_file_size=s.target_file_size, compaction_file_size=s.compaction_file_size,
-                             open_file_cost=s.open_file_cost,
-                             # a full compaction also sweeps the leftover small files Paimon's batch
-                             # coordinator leaves behind (apache/paimon#5130)
-                             min_file_num=2 if full else s.min_file_num)
-        jobs = [(by_partition[t.partition], t.files) for t in tasks]
+        from .append_compact import AppendCompactor
+        from .compact import plan_unaware
 
-    def run(job) -> CommitMessage | None:
-        split, files = job
-        if files is None:
-            done = compactor.compact(split.partition, split.bucket, split.total_buckets, split.files, full=full)
+        settings = AppendCompactor(table).settings
+        by_partition = {split.partition: split for split in splits}
+        bins = plan_unaware({p: split.files for p, split in by_partition.items()},
+                            target_file_size=settings.target_file_size,
+                            compaction_file_size=settings.compaction_file_size,
+                            open_file_cost=settings.open_file_cost,
+                            # a full compaction also sweeps the leftover small files Paimon's batch
+                            # coordinator leaves behind (apache/paimon#5130)
+                            min_file_num=2 if full else settings.min_file_num)
+        tasks = [CompactionTask(split=by_partition[t.partition], full=full, files=tuple(t.files),
+                                snapshot_id=snapshot_id) for t in bins]
+    return CompactionPlan(commit_user=committer.commit_user, commit_identifier=identifier, tasks=tuple(tasks))
+
+
+def run_compaction_task(table, task: CompactionTask) -> CommitMessage | None:
+    """Compact one task's files; returns its commit message (None: nothing to do). Commits nothing."""
+    split = task.split
+    if not table.primary_keys:
+        from .append_compact import AppendCompactor
+
+        compactor = AppendCompactor(table)
+        if task.files is None:
+            done = compactor.compact(split.partition, split.bucket, split.total_buckets, split.files, full=task.full)
         else:
-            done = compactor.rewrite(split.partition, split.bucket, split.total_buckets, files)
+            done = compactor.rewrite(split.partition, split.bucket, split.total_buckets, list(task.files))
         if done is None:
             return None
         return CommitMessage(partition=split.partition, bucket=split.bucket, total_buckets=split.total_buckets,
                              new_files=done.after, deleted_files=done.before)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        messages = [m for m in pool.map(run, jobs) if m is not None]
-    if not messages:
-        return CompactionResult(snapshot_id=None)
-    return _commit_compaction(table, committer, messages, identifier, 0)
-
-
-def _compact_primary_key(table, committer, identifier: int, splits: Sequence[Split], *, full: bool
-                         ) -> CompactionResult:
-    """One compaction per bucket (universal or full, see :mod:`paimonflow.core.lsm`), one COMPACT commit."""
     from .lsm import BucketCompactor
 
-    compactor = BucketCompactor(table)
-    vector_files: dict = {}
-    if table.options.deletion_vectors:
-        from .index_files import DELETION_VECTORS
+    done = BucketCompactor(table).compact(split.partition, split.bucket, split.total_buckets, split.files,
+                                          full=task.full, vectors=split.deletion_vectors)
+    if done is None:
+        return None
+    added, deleted = (), ()
+    if done.vectors is not None:
+        from .index_files import DELETION_VECTORS, write_dv_file
 
-        vector_files = table.index_files_of(table.latest_snapshot(), DELETION_VECTORS)
+        live = {name: bitmap for name, bitmap in done.vectors.items() if bitmap}
+        added = (write_dv_file(table.file_io, table.index_dir, live),) if live else ()
+        snapshot = table.snapshot_manager.snapshot(task.snapshot_id) if task.snapshot_id else None
+        vector_files = table.index_files_of(snapshot, DELETION_VECTORS)
+        deleted = tuple(vector_files.get((tuple(split.partition), split.bucket), ()))
+    return CommitMessage(partition=split.partition, bucket=split.bucket, total_buckets=split.total_buckets,
+                         new_files=done.after, deleted_files=done.before, changelog_files=done.changelog,
+                         new_index_files=added, deleted_index_files=deleted)
 
-    def run(split: Split) -> CommitMessage | None:
-        done = compactor.compact(split.partition, split.bucket, split.total_buckets, split.files, full=full,
-                                 vectors=split.deletion_vectors)
-        if done is None:
-            return None
-        added, deleted = (), ()
-        if done.vectors is not None:
-            from .index_files import write_dv_file
 
-            live = {name: bitmap for name, bitmap in done.vectors.items() if bitmap}
-            added = (write_dv_file(table.file_io, table.index_dir, live),) if live else ()
-            deleted = tuple(vector_files.get((tuple(split.partition), split.bucket), ()))
-        return CommitMessage(partition=split.partition, bucket=split.bucket, total_buckets=split.total_buckets,
-                             new_files=done.after, deleted_files=done.before, changelog_files=done.changelog,
-                             new_index_files=added, deleted_index_files=deleted)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        messages = [m for m in pool.map(run, splits) if m is not None]
+def commit_compaction(table, plan: CompactionPlan, messages: Iterable[CommitMessage | None]) -> CompactionResult:
+    """Commit the messages of a plan's tasks as one COMPACT snapshot (nothing when all are None)."""
+    messages = [m for m in messages if m is not None]
     if not messages:
         return CompactionResult(snapshot_id=None)
     levels = {f.level for m in messages for f in m.new_files}
-    return _commit_compaction(table, committer, messages, identifier, max(levels) if levels else None)
+    output_level = (max(levels) if levels else None) if table.primary_keys else 0
+    return _commit_compaction(table, table.new_commit(plan.commit_user), messages, plan.commit_identifier,
+                              output_level)
+
+
+def _compact(table, *, full: bool, partitions, buckets, commit_user, commit_identifier) -> CompactionResult:
+    plan = plan_compaction(table, full=full, partitions=partitions, buckets=buckets, commit_user=commit_user,
+                           commit_identifier=commit_identifier)
+    if plan.done is not None:
+        return plan.done
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        messages = list(pool.map(lambda task: run_compaction_task(table, task), plan.tasks))
+    return commit_compaction(table, plan, messages)
+
+
+def full_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None = None,
+                    buckets: Iterable[int] | None = None, commit_user: str | None = None,
+                    commit_identifier: int | None = None) -> CompactionResult:
+    """Compact the chosen partitions and buckets (default: all) of the latest snapshot: each bucket
+    becomes one sorted run at the top level (primary keys) or target-sized files (append)."""
+    return _compact(table, full=True, partitions=partitions, buckets=buckets, commit_user=commit_user,
+                    commit_identifier=commit_identifier)
 
 
 def _commit_compaction(table, committer, messages: list[CommitMessage], identifier: int,
@@ -206,12 +234,9 @@ def minor_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None
     Retractions are dropped only when nothing older can exist below the output level. Buckets
     that need nothing are left alone.
     """
-    committer, identifier, splits, done = _start(table, partitions, buckets, commit_user, commit_identifier)
-    if done is not None:
-        return done
-    if not table.primary_keys:
-        return _compact_append(table, committer, identifier, splits, full=False)
-    return _compact_primary_key(table, committer, identifier, splits, full=False)
+    return _compact(table, full=False, partitions=partitions, buckets=buckets, commit_user=commit_user,
+                    commit_identifier=commit_identifier)
 
 
-__all__ = ["CompactionResult", "full_compaction"]
+__all__ = ["CompactionPlan", "CompactionResult", "CompactionTask", "commit_compaction", "full_compaction",
+           "minor_compaction", "plan_compaction", "run_compaction_task"]

@@ -106,13 +106,16 @@ class Table:
 
     # -- writing -----------------------------------------------------------------------------
 
-    def new_write(self, *, spill_dir: str | None = None, overwrite: bool = False) -> TableWrite:
+    def new_write(self, *, spill_dir: str | None = None, overwrite: bool = False, sequence_stride: int = 1,
+                  sequence_offset: int = 0) -> TableWrite:
         """A writer producing commit messages (for distributed writers: one per task).
 
         It starts from the latest snapshot: sequence numbers continue there, and a writer that
         compacts (not ``write-only``) knows the bucket files it may compact. ``spill_dir`` is
         the local directory for spilled sorted runs (default: the system temp directory).
         A writer for an ``overwrite`` commit starts from nothing and never compacts.
+        ``sequence_stride``/``sequence_offset``: writer ``p`` of ``n`` parallel writers that may
+        share buckets (Spark tasks) passes ``n``/``p`` so their sequence numbers never collide.
         """
         latest = self.snapshot_manager.latest()
         partition_types = [self.arrow_schema.field(k).type for k in self.partition_keys]
@@ -178,6 +181,7 @@ class Table:
                           sequence_lookup=next_sequence, restore=restore,
                           compactor_factory=compactor if compacting else None, spill_dir=spill_dir,
                           restore_vectors=restore_vectors, restore_hashes=restore_hashes,
+                          sequence_stride=sequence_stride, sequence_offset=sequence_offset,
                           restore_keys=lambda: self.read(columns=list(dict.fromkeys(
                               [*self.primary_keys, *self.partition_keys])), snapshot_id=latest.id)
                           if latest is not None else None)

@@ -26,7 +26,7 @@ from .binary_row import serialize_row
 from .bucket import bucket_ids, hash_codes
 from .bucket_index import DynamicBucketOptions, PartitionBucketIndex
 from .cross_partition import CrossPartitionRouter
-from .errors import DataError, InvalidOptionError, SchemaError, UnsupportedError
+from .errors import DataError, InvalidArgumentError, InvalidOptionError, SchemaError, UnsupportedError
 from .fs import FileIO, join
 from .index_files import IndexFileMeta, write_dv_file, write_hash_file
 from .keys import last_per_key, merge_order
@@ -261,8 +261,14 @@ class TableWrite:
     def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
                  next_sequence: dict[tuple[tuple[object, ...], int], int] | None = None,
                  sequence_lookup=None, restore=None, compactor_factory=None, spill_dir: str | None = None,
-                 restore_vectors=None, restore_hashes=None, restore_keys=None) -> None:
+                 restore_vectors=None, restore_hashes=None, restore_keys=None,
+                 sequence_stride: int = 1, sequence_offset: int = 0) -> None:
         options.require_supported_for_write()
+        if sequence_stride < 1 or not 0 <= sequence_offset < sequence_stride:
+            raise InvalidArgumentError(f"sequence offset {sequence_offset} must be in [0, stride {sequence_stride})")
+        # Parallel writers of one bucket (Spark tasks) interleave their sequence numbers: task p of
+        # n numbers its rows base + p, base + p + n, ...; no two tasks ever share a number.
+        self._stride, self._offset = sequence_stride, sequence_offset
         self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
         self._arrow_schema = schema.arrow_schema()
         self._pk = list(schema.trimmed_primary_keys)
@@ -420,16 +426,16 @@ class TableWrite:
         first = self._take_sequence(key, len(rows))
         slot.tables.append(part)
         slot.kinds.append(kinds)
-        slot.sequences.append(np.arange(first, first + len(rows), dtype=np.int64))
+        slot.sequences.append(np.arange(first, first + len(rows) * self._stride, self._stride, dtype=np.int64))
         size = part.nbytes if part is not table else table.nbytes
         slot.nbytes += size
         self._buffered += size
 
     def _take_sequence(self, key: tuple[tuple[object, ...], int], count: int) -> int:
         if key not in self._next_sequence:
-            self._next_sequence[key] = self._sequence_lookup(*key) if self._sequence_lookup else 0
+            self._next_sequence[key] = (self._sequence_lookup(*key) if self._sequence_lookup else 0) + self._offset
         first = self._next_sequence[key]
-        self._next_sequence[key] = first + count
+        self._next_sequence[key] = first + count * self._stride
         return first
 
     def _relieve_memory(self) -> None:
