@@ -12,7 +12,7 @@ venv: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,s3]'
+	$(PY) -m pip install --quiet -e '.[test,s3,spark]'
 	rm -f $(VENV)/.installed-*; touch $@
 
 # pypaimon (the interop peer) pins pyarrow<20 and fsspec<2026: it gets an environment of its own.

@@ -82,6 +82,11 @@ class StreamingScan:
     def next_snapshot(self) -> int | None:
         return self._next
 
+    @property
+    def full_snapshot(self) -> int | None:
+        """The snapshot whose whole state is emitted before any change (None: none, or done)."""
+        return self._full_at
+
     def poll(self, max_snapshots: int = 100) -> StreamBatch | None:
         """The changes of the next available snapshots (at most ``max_snapshots``), or None when
         nothing new has been committed."""

@@ -107,7 +107,7 @@ class Table:
     # -- writing -----------------------------------------------------------------------------
 
     def new_write(self, *, spill_dir: str | None = None, overwrite: bool = False, sequence_stride: int = 1,
-                  sequence_offset: int = 0) -> TableWrite:
+                  sequence_offset: int = 0, compact: bool = True) -> TableWrite:
         """A writer producing commit messages (for distributed writers: one per task).
 
         It starts from the latest snapshot: sequence numbers continue there, and a writer that
@@ -115,7 +115,8 @@ class Table:
         the local directory for spilled sorted runs (default: the system temp directory).
         A writer for an ``overwrite`` commit starts from nothing and never compacts.
         ``sequence_stride``/``sequence_offset``: writer ``p`` of ``n`` parallel writers that may
-        share buckets (Spark tasks) passes ``n``/``p`` so their sequence numbers never collide.
+        share buckets (Spark tasks) passes ``n``/``p`` so their sequence numbers never collide;
+        such writers pass ``compact=False`` too (two writers must never compact one bucket).
         """
         latest = self.snapshot_manager.latest()
         partition_types = [self.arrow_schema.field(k).type for k in self.partition_keys]
@@ -176,7 +177,7 @@ class Table:
             return out
 
         # unaware-bucket append writers and overwrite writers never compact
-        compacting = (bool(self.primary_keys) or self.options.bucket > 0) and not overwrite
+        compacting = (bool(self.primary_keys) or self.options.bucket > 0) and not overwrite and compact
         return TableWrite(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
                           sequence_lookup=next_sequence, restore=restore,
                           compactor_factory=compactor if compacting else None, spill_dir=spill_dir,

@@ -1,1 +1,2 @@
-"""paimonflow.jobs (built by later issues)."""
+"""paimonflow.jobs: the core's operations as PySpark jobs (one (partition, bucket) per task; the
+driver commits once) and the ``paimonflow`` Spark data source. See docs/spark.md."""

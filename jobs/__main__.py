@@ -1,0 +1,5 @@
+"""``python -m paimonflow.jobs <job> ...``."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,224 @@
+"""``python -m paimonflow.jobs <job> ...`` and ``spark-submit .../paimonflow/jobs/submit.py <job> ...``:
+every job with typed arguments, printing one JSON result line on stdout.
+
+Common options: ``--warehouse`` (or ``PAIMONFLOW_WAREHOUSE``), ``--table db.t`` (``db.t$branch_b``
+for a branch), ``--storage-option k=v`` (S3 endpoint and keys; also ``PAIMONFLOW_S3_*`` through
+the environment of the caller), ``--master`` (default: the submit command's, else ``local[2]``)
+and ``--conf k=v`` for Spark. Errors print one line on stderr and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from paimonflow.core.errors import PaimonflowError
+from paimonflow.core.options import parse_duration_millis
+
+from .location import TableLocation
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="paimonflow Spark jobs (each prints one JSON result line).")
+
+Warehouse = Annotated[str, typer.Option("--warehouse", "-w", envvar="PAIMONFLOW_WAREHOUSE")]
+TableName = Annotated[str, typer.Option("--table", "-t", help="<database>.<table>[$branch_<b>]")]
+Master = Annotated[str | None, typer.Option(help="Spark master; default: spark-submit's, else local[2]")]
+Conf = Annotated[list[str] | None, typer.Option("--conf", help="Spark setting k=v; repeatable")]
+Storage = Annotated[list[str] | None, typer.Option("--storage-option", help="k=v (s3.endpoint, ...); repeatable")]
+CommitUser = Annotated[str | None, typer.Option(help="Stable commit user: with --commit-identifier, exactly once")]
+CommitId = Annotated[int | None, typer.Option(help="Commit identifier (e.g. the run's logical time)")]
+Partition = Annotated[list[str] | None, typer.Option("--partition", help="k=v[,k2=v2]; repeatable")]
+
+
+def _pairs(items: list[str] | None) -> dict[str, str]:
+    out = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"{item!r} must be key=value")
+        out[key] = value
+    return out
+
+
+def job(name: str):
+    """Register a job: build the session, run, print the result; paimonflow errors exit 2."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            try:
+                result = fn(*args, **kwargs)
+            except PaimonflowError as exc:
+                print(json.dumps({"job": name, "error": type(exc).__name__, "message": str(exc)}), file=sys.stderr)
+                raise typer.Exit(2) from None
+            print(result.to_json())
+
+        return app.command(name)(run)
+
+    return decorate
+
+
+def _spark(master: str | None, conf: list[str] | None):
+    from .session import spark_session
+
+    return spark_session(master=master, conf=_pairs(conf))
+
+
+def _location(warehouse: str, table: str, storage: list[str] | None) -> TableLocation:
+    return TableLocation(warehouse, table, _pairs(storage))
+
+
+def _millis(text: str | None) -> int | None:
+    return parse_duration_millis(text) if text else None
+
+
+@job("write")
+def write_(warehouse: Warehouse, table: TableName,
+           path: Annotated[str | None, typer.Option(help="Files to read")] = None,
+           format: Annotated[str, typer.Option(help="parquet, csv, json or orc")] = "parquet",
+           source_table: Annotated[str | None, typer.Option(help="A Spark table")] = None,
+           sql: Annotated[str | None, typer.Option(help="A Spark SQL query")] = None,
+           mode: Annotated[str, typer.Option(help="append or overwrite")] = "append",
+           overwrite_partition: Annotated[str | None, typer.Option(help="k=v[,k2=v2]: static overwrite")] = None,
+           row_kind_column: Annotated[str | None, typer.Option(help="Column with +I/-U/+U/-D")] = None,
+           commit_user: CommitUser = None, commit_identifier: CommitId = None,
+           parallelism: Annotated[int | None, typer.Option(help="Writer tasks (default shuffle partitions)")] = None,
+           master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Write files, a Spark table or a query into a table (one commit)."""
+    from .write import WriteSource, partition_spec, write
+
+    return write(_spark(master, conf), _location(warehouse, table, storage_option),
+                 WriteSource(path=path, format=format, spark_table=source_table, sql=sql), mode=mode,
+                 overwrite_partition=partition_spec(overwrite_partition), row_kind_column=row_kind_column,
+                 commit_user=commit_user, commit_identifier=commit_identifier, parallelism=parallelism)
+
+
+@job("compact")
+def compact_(warehouse: Warehouse, table: TableName, full: bool = True, partition: Partition = None,
+             bucket: Annotated[list[int] | None, typer.Option(help="Only these buckets; repeatable")] = None,
+             commit_user: CommitUser = None, commit_identifier: CommitId = None,
+             master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Compact buckets in parallel on executors (full, or --no-full for universal compaction)."""
+    from .compact import compact
+    from .write import partition_specs
+
+    return compact(_spark(master, conf), _location(warehouse, table, storage_option), full=full,
+                   partitions=partition_specs(partition), buckets=bucket, commit_user=commit_user,
+                   commit_identifier=commit_identifier)
+
+
+@job("expire-snapshots")
+def expire_snapshots_(warehouse: Warehouse, table: TableName, retain_min: int | None = None,
+                      retain_max: int | None = None,
+                      older_than: Annotated[str | None, typer.Option(help="e.g. '1 h'")] = None,
+                      max_deletes: int | None = None, dry_run: bool = False,
+                      master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Expire snapshots by the table's options (each overridable)."""
+    from .maintenance import expire_snapshots
+
+    return expire_snapshots(_spark(master, conf), _location(warehouse, table, storage_option),
+                            retain_min=retain_min, retain_max=retain_max, older_than_millis=_millis(older_than),
+                            max_deletes=max_deletes, dry_run=dry_run)
+
+
+@job("expire-partitions")
+def expire_partitions_(warehouse: Warehouse, table: TableName,
+                       expiration: Annotated[str | None, typer.Option(help="Default partition.expiration-time")]
+                       = None, dry_run: bool = False, commit_user: CommitUser = None,
+                       master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Drop partitions older than the expiration time."""
+    from .maintenance import expire_partitions
+
+    return expire_partitions(_spark(master, conf), _location(warehouse, table, storage_option),
+                             expiration_millis=_millis(expiration), dry_run=dry_run, commit_user=commit_user)
+
+
+@job("analyze")
+def analyze_(warehouse: Warehouse, table: TableName,
+             column: Annotated[list[str] | None, typer.Option(help="Only these columns")] = None,
+             commit_user: CommitUser = None, master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Compute table statistics (an ANALYZE snapshot)."""
+    from .maintenance import analyze
+
+    return analyze(_spark(master, conf), _location(warehouse, table, storage_option), columns=column,
+                   commit_user=commit_user)
+
+
+@job("create-tag")
+def create_tag_(warehouse: Warehouse, table: TableName, name: Annotated[str, typer.Option()],
+                snapshot: int | None = None, timestamp_millis: int | None = None,
+                time_retained: Annotated[str | None, typer.Option(help="e.g. '7 d'")] = None,
+                master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Tag a snapshot (default: the latest)."""
+    from .maintenance import create_tag
+
+    return create_tag(_spark(master, conf), _location(warehouse, table, storage_option), name=name,
+                      snapshot_id=snapshot, timestamp_millis=timestamp_millis, time_retained=time_retained)
+
+
+@job("delete-tag")
+def delete_tag_(warehouse: Warehouse, table: TableName, name: Annotated[str, typer.Option()], dry_run: bool = False,
+                master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Delete a tag (and files of its expired snapshot nothing else needs)."""
+    from .maintenance import delete_tag
+
+    return delete_tag(_spark(master, conf), _location(warehouse, table, storage_option), name=name, dry_run=dry_run)
+
+
+@job("expire-tags")
+def expire_tags_(warehouse: Warehouse, table: TableName,
+                 older_than: Annotated[str | None, typer.Option(help="Also tags without TTL older than this")]
+                 = None, dry_run: bool = False, master: Master = None, conf: Conf = None,
+                 storage_option: Storage = None):
+    """Delete tags whose time-to-live ran out."""
+    from .maintenance import expire_tags
+
+    return expire_tags(_spark(master, conf), _location(warehouse, table, storage_option),
+                       older_than_millis=_millis(older_than), dry_run=dry_run)
+
+
+@job("rollback")
+def rollback_(warehouse: Warehouse, table: TableName, snapshot: int | None = None, tag: str | None = None,
+              timestamp_millis: int | None = None, master: Master = None, conf: Conf = None,
+              storage_option: Storage = None):
+    """Roll back to a snapshot, a tag or a time."""
+    from .maintenance import rollback
+
+    return rollback(_spark(master, conf), _location(warehouse, table, storage_option), snapshot_id=snapshot, tag=tag,
+                    timestamp_millis=timestamp_millis)
+
+
+@job("remove-orphan-files")
+def remove_orphan_files_(warehouse: Warehouse, table: TableName,
+                         older_than: Annotated[str, typer.Option(help="Only files older than this")] = "1 d",
+                         dry_run: bool = False, master: Master = None, conf: Conf = None,
+                         storage_option: Storage = None):
+    """Delete unreferenced files, listing and deleting on executors."""
+    from .maintenance import remove_orphan_files
+
+    return remove_orphan_files(_spark(master, conf), _location(warehouse, table, storage_option),
+                               older_than_millis=parse_duration_millis(older_than), dry_run=dry_run)
+
+
+@job("read-changes")
+def read_changes_(warehouse: Warehouse, table: TableName, start: Annotated[int, typer.Option()],
+                  output: Annotated[str, typer.Option(help="Where to write the changes")],
+                  end: int | None = None, mode: str = "auto", output_format: str = "parquet",
+                  master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Write the changes of a snapshot range (with rowkind) to files."""
+    from .maintenance import read_changes
+
+    return read_changes(_spark(master, conf), _location(warehouse, table, storage_option), start_snapshot=start,
+                        end_snapshot=end, mode=mode, output=output, output_format=output_format)
+
+
+def main(argv: list[str] | None = None) -> None:
+    app(args=argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,433 @@
+"""The ``paimonflow`` Spark data source (PySpark 4's Python Data Source API).
+
+``paimonflow`` cannot clash with Apache Paimon's own Spark connector (``paimon``)::
+
+    spark.read.format("paimonflow").option("warehouse", wh).load("db.t")          # batch
+    spark.readStream.format("paimonflow").option("warehouse", wh).load("db.t")    # streaming
+    df.write.format("paimonflow").option("warehouse", wh).mode("append").save("db.t")
+    df.writeStream.format("paimonflow").option("warehouse", wh).option("checkpointLocation", cp)...
+
+Batch reads: one Spark partition per split (partition, bucket); Spark's pushed filters prune
+partitions and files by statistics (Spark still applies them to the rows); a user-given schema
+with fewer columns is the projection; time travel with ``snapshot-id``, ``tag`` or
+``timestamp-millis`` (Paimon's ``scan.snapshot-id`` / ``scan.tag-name`` / ``scan.timestamp-millis``
+are accepted too). ``with-rowkind=true`` adds Paimon's row kind (``+I``/``-U``/``+U``/``-D``) as a
+first ``rowkind`` column (streams then carry retractions; without it they carry +I/+U only).
+
+Writes: executors write their rows and return commit messages; the driver commits once
+(``commit``), or deletes the written files when Spark aborts. Tasks may share buckets, so each
+task numbers its rows with its own interleaved sequence numbers (``sequence-stride``, default
+65536 tasks) and never compacts; run the compaction job afterwards, or use
+``paimonflow.jobs.write``, which shuffles rows by bucket first. Dynamic-bucket tables need that
+job. ``mode("overwrite")`` replaces the partitions present in the data (dynamic, the default) or
+the partition given by ``overwrite-partition`` (``dt=2026-11-21,hh=10``). Streaming writes commit
+once per micro-batch with the batch id as the commit identifier, under a commit user derived
+from ``checkpointLocation`` (or ``commit-user``): a replayed micro-batch commits nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+from paimonflow.core.errors import InvalidArgumentError, UnsupportedError
+from paimonflow.core.incremental import ROWKIND
+
+from .location import TableLocation, location_from_options
+from .predicates import to_predicate
+
+FORMAT = "paimonflow"
+DEFAULT_SEQUENCE_STRIDE = 65536
+
+
+def _flag(options: Mapping[str, str], key: str) -> bool:
+    return str(options.get(key, "false")).lower() in ("true", "1", "yes")
+
+
+def _first(options: Mapping[str, str], *keys: str) -> str | None:
+    for key in keys:
+        if options.get(key) not in (None, ""):
+            return options[key]
+    return None
+
+
+class PaimonflowDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def __init__(self, options) -> None:
+        super().__init__(options)
+        self.options = {k.lower(): v for k, v in dict(options).items()}
+        self.location = location_from_options(dict(options))
+
+    def _table(self):
+        return self.location.open()
+
+    def schema(self):
+        arrow = self._table().arrow_schema
+        if _flag(self.options, "with-rowkind") or _first(self.options, "incremental-between"):
+            arrow = arrow.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
+        return from_arrow_schema(arrow)
+
+    def reader(self, schema):
+        return PaimonflowReader(self.location, self.options, schema)
+
+    def streamReader(self, schema):
+        return PaimonflowStreamReader(self.location, self.options, schema)
+
+    def writer(self, schema, overwrite: bool):
+        return PaimonflowWriter(self.location, self.options, overwrite)
+
+    def streamWriter(self, schema, overwrite: bool):
+        return PaimonflowStreamWriter(self.location, self.options, overwrite)
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SplitPartition(InputPartition):
+    """One split of a snapshot (``kind="split"``) or the changes of one snapshot (``"changes"``)."""
+
+    kind: str
+    payload: bytes  # the pickled core Split, for "split"
+    snapshot_id: int
+
+
+def _target_schema(spark_schema) -> pa.Schema:
+    return to_arrow_schema(spark_schema, timezone="UTC")
+
+
+def _conformed(batch: pa.RecordBatch | pa.Table, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    table = table.select(schema.names)
+    if table.schema != schema:
+        table = table.cast(schema)
+    yield from table.to_batches()
+
+
+class PaimonflowReader(DataSourceReader):
+    """Batch reads of one snapshot, or with ``incremental-between=start,end`` the changes after
+    snapshot ``start`` up to ``end`` (``rowkind`` first; ``incremental-between-scan-mode`` auto,
+    changelog, delta or diff): one Spark partition per snapshot, or one for ``diff``."""
+
+    def __init__(self, location: TableLocation, options: Mapping[str, str], schema) -> None:
+        self.location, self.options = location, dict(options)
+        self.target = _target_schema(schema)
+        self.between = _between(self.options)
+        self.with_rowkind = ROWKIND in self.target.names and (
+            _flag(options, "with-rowkind") or self.between is not None)
+        self.columns = [n for n in self.target.names if n != ROWKIND or not self.with_rowkind]
+        self.predicate = None
+        table = location.open()
+        unknown = [c for c in self.columns if c not in table.arrow_schema.names]
+        if unknown:
+            raise InvalidArgumentError(f"the schema names columns {unknown} that table {location.identifier!r} "
+                                       "does not have")
+        self.location = location.pinned(table.schema.id)
+        self.snapshot_id = self._resolve(table)
+        if self.between is not None:
+            start, end, mode = self.between
+            if not 0 <= start < end:
+                raise InvalidArgumentError(f"incremental-between needs 0 <= start < end, got {start},{end}")
+            if mode == "auto":
+                from paimonflow.core.options import ChangelogProducer
+
+                mode = ("changelog" if table.options.changelog_producer is not ChangelogProducer.NONE
+                        else "diff" if table.primary_keys else "delta")
+            self.between = (start, end, mode)
+
+    def _resolve(self, table) -> int | None:
+        snapshot_id = _first(self.options, "snapshot-id", "scan.snapshot-id", "versionasof")
+        tag = _first(self.options, "tag", "scan.tag-name")
+        millis = _first(self.options, "timestamp-millis", "scan.timestamp-millis")
+        snapshot = table.resolve_snapshot(snapshot_id=int(snapshot_id) if snapshot_id else None, tag=tag,
+                                          timestamp=int(millis) if millis else None)
+        return None if snapshot is None else snapshot.id
+
+    def pushFilters(self, filters):
+        for spark_filter in filters:
+            predicate = to_predicate(spark_filter)
+            if predicate is not None:
+                self.predicate = predicate if self.predicate is None else self.predicate & predicate
+            yield spark_filter  # pruning only: Spark still applies every filter to the rows
+
+    def partitions(self):
+        if self.between is not None:
+            start, end, mode = self.between
+            if mode == "diff":
+                return [SplitPartition("diff", pickle.dumps((start, end)), end)]
+            return [SplitPartition(f"changes:{mode}", b"", sid) for sid in range(start + 1, end + 1)]
+        if self.snapshot_id is None:
+            return [SplitPartition("empty", b"", 0)]
+        table = self.location.open()
+        splits = table.plan(filter=self.predicate, snapshot_id=self.snapshot_id)
+        return [SplitPartition("split", pickle.dumps(s), self.snapshot_id) for s in splits] or [
+            SplitPartition("empty", b"", self.snapshot_id)]
+
+    def read(self, partition: SplitPartition):
+        if partition.kind == "empty":
+            return
+        table = self.location.open()
+        if partition.kind == "diff" or partition.kind.startswith("changes:"):
+            start, end = pickle.loads(partition.payload) if partition.kind == "diff" else (
+                partition.snapshot_id - 1, partition.snapshot_id)
+            mode = "diff" if partition.kind == "diff" else partition.kind.split(":", 1)[1]
+            rows = table.read_changes(start, end, mode=mode, columns=self.columns)
+            if rows.num_rows:
+                yield from _conformed(rows, self.target)
+            return
+        reader = table._reader()
+        split = pickle.loads(partition.payload)
+        for batch in reader.read_batches([split], columns=self.columns, predicate=self.predicate):
+            if self.with_rowkind:
+                batch = _with_insert_kind(batch)
+            yield from _conformed(batch, self.target)
+
+
+def _between(options: Mapping[str, str]) -> tuple[int, int, str] | None:
+    text = _first(options, "incremental-between")
+    if text is None:
+        return None
+    try:
+        start, end = (int(x) for x in text.split(","))
+    except ValueError:
+        raise InvalidArgumentError(f"incremental-between must be 'start,end' snapshot ids, not {text!r}") from None
+    mode = options.get("incremental-between-scan-mode", "auto")
+    if mode not in ("auto", "changelog", "delta", "diff"):
+        raise InvalidArgumentError(f"unknown incremental-between-scan-mode {mode!r}: auto, changelog, delta or diff")
+    return start, end, mode
+
+
+def _with_insert_kind(batch: pa.RecordBatch) -> pa.Table:
+    table = pa.Table.from_batches([batch])
+    return table.add_column(0, ROWKIND, pa.array(["+I"] * table.num_rows, pa.string()))
+
+
+# -- streaming reads -------------------------------------------------------------------------------
+
+
+class PaimonflowStreamReader(DataSourceStreamReader):
+    """Offsets are ``{"next": n, "full": f}``: changes of snapshots ``>= n`` are still to come, and
+    ``f > 0`` means the whole state of snapshot ``f`` is still to be emitted first (the ``*-full``
+    start modes). ``scan.mode``, ``scan.snapshot-id``, ``scan.timestamp-millis`` choose the start;
+    with ``consumer-id`` the stream resumes where that consumer stopped and records its progress
+    (protecting unread snapshots from expiry) whenever Spark commits a micro-batch.
+    ``max-snapshots-per-trigger`` bounds a micro-batch (default 100)."""
+
+    def __init__(self, location: TableLocation, options: Mapping[str, str], schema) -> None:
+        table = location.open()
+        self.location, self.options = location.pinned(table.schema.id), dict(options)
+        self.target = _target_schema(schema)
+        self.with_rowkind = ROWKIND in self.target.names and _flag(options, "with-rowkind")
+        self.columns = [n for n in self.target.names if n != ROWKIND or not self.with_rowkind]
+        self.consumer_id = _first(self.options, "consumer-id")
+        self.max_snapshots = int(self.options.get("max-snapshots-per-trigger", 100))
+
+    def initialOffset(self) -> dict:
+        from paimonflow.core.stream import StreamingScan
+
+        snapshot_id = _first(self.options, "scan.snapshot-id", "snapshot-id")
+        millis = _first(self.options, "scan.timestamp-millis", "timestamp-millis")
+        mode = self.options.get("scan.mode") or ("from-snapshot" if snapshot_id else
+                                                 "from-timestamp" if millis else "latest-full")
+        scan = StreamingScan(self.location.open(), mode=mode, snapshot_id=int(snapshot_id) if snapshot_id else None,
+                             timestamp_millis=int(millis) if millis else None, consumer_id=self.consumer_id)
+        return {"next": int(scan.next_snapshot or 1), "full": int(scan.full_snapshot or 0)}
+
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        start = start or self.initialOffset()
+        latest = self.location.open().snapshot_manager.latest_id() or 0
+        nxt = min(latest + 1, start["next"] + self.max_snapshots)
+        return {"next": max(nxt, start["next"]), "full": 0}
+
+    def partitions(self, start: dict, end: dict):
+        out = []
+        table = self.location.open()
+        if start.get("full"):
+            out += [SplitPartition("split", pickle.dumps(s), start["full"]) for s in table.plan(snapshot_id=start["full"])]
+        out += [SplitPartition("changes", b"", sid) for sid in range(start["next"], end["next"])]
+        return out
+
+    def read(self, partition: SplitPartition):
+        table = self.location.open()
+        if partition.kind == "split":
+            for batch in table._reader().read_batches([pickle.loads(partition.payload)], columns=self.columns):
+                yield from _conformed(_with_insert_kind(batch) if self.with_rowkind else batch, self.target)
+            return
+        from paimonflow.core.options import ChangelogProducer
+
+        snapshot = table.snapshot_manager.try_snapshot(partition.snapshot_id)
+        if snapshot is None:
+            from paimonflow.core.errors import SnapshotNotFoundError
+
+            raise SnapshotNotFoundError(f"snapshot {partition.snapshot_id} expired before the stream read it; "
+                                        "protect streaming readers with a consumer-id")
+        mode = "changelog" if table.options.changelog_producer is not ChangelogProducer.NONE else "delta"
+        rows = table.read_changes(partition.snapshot_id - 1, partition.snapshot_id, mode=mode, columns=self.columns)
+        if not self.with_rowkind:
+            import pyarrow.compute as pc
+
+            rows = rows.filter(pc.is_in(rows.column(ROWKIND), pa.array(["+I", "+U"]))).drop_columns([ROWKIND])
+        if rows.num_rows:
+            yield from _conformed(rows, self.target)
+
+    def commit(self, end: dict) -> None:
+        if self.consumer_id is not None:
+            self.location.open().consumer_manager.record(self.consumer_id, int(end["next"]))
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PaimonflowCommitMessage(WriterCommitMessage):
+    payload: bytes  # pickled list of core CommitMessage
+
+
+def _overwrite_spec(table, options: Mapping[str, str], overwrite: bool):
+    if not overwrite:
+        return None
+    static = _first(options, "overwrite-partition")
+    if static:
+        spec = dict(kv.split("=", 1) for kv in static.split(","))
+        return table._overwrite_spec(spec)
+    return table._overwrite_spec(True)
+
+
+def _check_writable(table) -> None:
+    if table.primary_keys and table.options.bucket == -1:
+        raise UnsupportedError(f"table {table.identifier!r} has dynamic buckets: one writer must own each "
+                               "partition's key index, so write it with paimonflow.jobs.write (it shuffles by "
+                               "partition), not with df.write.format('paimonflow')")
+
+
+def _task_write(location: TableLocation, options: Mapping[str, str], overwrite: bool,
+                iterator: Iterator[pa.RecordBatch]) -> PaimonflowCommitMessage:
+    from pyspark import TaskContext
+
+    table = location.open()
+    stride = int(options.get("sequence-stride", DEFAULT_SEQUENCE_STRIDE))
+    task = TaskContext.get().partitionId() if TaskContext.get() is not None else 0
+    if not table.primary_keys and table.options.bucket == -1:
+        stride, task = 1, 0  # unaware-bucket append tables: sequence numbers order nothing
+    elif task >= stride:
+        raise InvalidArgumentError(f"Spark task {task} exceeds sequence-stride {stride}: coalesce the DataFrame "
+                                   "or raise the sequence-stride option")
+    rowkind = _first(options, "rowkind-column")
+    writer = table.new_write(overwrite=overwrite, sequence_stride=stride, sequence_offset=task, compact=False)
+    try:
+        for batch in iterator:
+            if rowkind:
+                kinds = batch.column(batch.schema.get_field_index(rowkind))
+                batch = batch.drop_columns([rowkind]) if hasattr(batch, "drop_columns") else \
+                    pa.RecordBatch.from_arrays([c for n, c in zip(batch.schema.names, batch.columns, strict=True)
+                                                if n != rowkind],
+                                               names=[n for n in batch.schema.names if n != rowkind])
+                writer.write(batch, row_kinds=kinds)
+            else:
+                writer.write(batch)
+        messages = writer.prepare_commit()
+    except BaseException:
+        table.manifest_io.delete_data_files(writer.pending_messages())
+        raise
+    finally:
+        writer.close()
+    return PaimonflowCommitMessage(pickle.dumps(messages))
+
+
+def _messages(messages) -> list:
+    return [m for message in messages if message is not None for m in pickle.loads(message.payload)]
+
+
+def _commit(location: TableLocation, options: Mapping[str, str], overwrite: bool, messages, *,
+            commit_user: str | None, identifier: int | None) -> int | None:
+    """Commit every task's messages once; on a known failure (or a replay) delete their files."""
+    from paimonflow.core.commit import BATCH_COMMIT_IDENTIFIER
+    from paimonflow.core.errors import CommitOutcomeUnknownError
+
+    table = location.open()
+    core_messages = _messages(messages)
+    committer = table.new_commit(commit_user)
+    identifier = BATCH_COMMIT_IDENTIFIER if identifier is None else identifier
+    if commit_user is not None and committer.already_committed(identifier) is not None:
+        table.manifest_io.delete_data_files(core_messages)  # a replay: its files are not needed
+        return committer.already_committed(identifier).id
+    try:
+        result = committer.commit(core_messages, commit_identifier=identifier,
+                                  overwrite=_overwrite_spec(table, options, overwrite))
+    except CommitOutcomeUnknownError:
+        raise
+    except BaseException:
+        table.manifest_io.delete_data_files(core_messages)
+        raise
+    return result.snapshot_id
+
+
+class PaimonflowWriter(DataSourceArrowWriter):
+    def __init__(self, location: TableLocation, options: Mapping[str, str], overwrite: bool) -> None:
+        table = location.open()
+        _check_writable(table)
+        _overwrite_spec(table, options, overwrite)  # a bad partition spec fails before any task runs
+        self.location, self.options, self.overwrite = location.pinned(table.schema.id), dict(options), overwrite
+
+    def write(self, iterator):
+        return _task_write(self.location, self.options, self.overwrite, iterator)
+
+    def commit(self, messages) -> None:
+        identifier = _first(self.options, "commit-identifier")
+        _commit(self.location, self.options, self.overwrite, messages, commit_user=_first(self.options, "commit-user"),
+                identifier=int(identifier) if identifier else None)
+
+    def abort(self, messages) -> None:
+        self.location.open().manifest_io.delete_data_files(_messages(messages))
+
+
+def stream_commit_user(options: Mapping[str, str], location: TableLocation) -> str:
+    """The commit user of a streaming query: ``commit-user``, or one derived from the checkpoint
+    location and the table, stable across restarts of the same query."""
+    given = _first(options, "commit-user")
+    if given:
+        return given
+    checkpoint = _first(options, "checkpointlocation")
+    if not checkpoint:
+        raise InvalidArgumentError("a streaming write needs .option('checkpointLocation', ...) or "
+                                   ".option('commit-user', ...): the commit user makes replays commit nothing")
+    digest = hashlib.sha256(f"{checkpoint}|{location.warehouse}|{location.identifier}".encode()).hexdigest()[:16]
+    return f"spark-stream-{digest}"
+
+
+class PaimonflowStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, location: TableLocation, options: Mapping[str, str], overwrite: bool) -> None:
+        table = location.open()
+        _check_writable(table)
+        self.location, self.options, self.overwrite = location.pinned(table.schema.id), dict(options), overwrite
+        self.commit_user = stream_commit_user(self.options, location)
+
+    def write(self, iterator):
+        return _task_write(self.location, self.options, self.overwrite, iterator)
+
+    def commit(self, messages, batchId: int) -> None:
+        _commit(self.location, self.options, self.overwrite, messages, commit_user=self.commit_user,
+                identifier=int(batchId))
+
+    def abort(self, messages, batchId: int) -> None:
+        self.location.open().manifest_io.delete_data_files(_messages(messages))
+
+
+__all__ = ["FORMAT", "PaimonflowDataSource"]

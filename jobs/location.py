@@ -1,0 +1,55 @@
+"""Where a table lives, in a form that travels to Spark executors (picklable, no open handles).
+
+Executors reopen the table from its location: a filesystem catalog is a directory, so opening is
+cheap and needs no service. ``storage_options`` (S3 endpoint and keys) come from the job's
+configuration, never from table options, and are never printed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from paimonflow.core import Catalog
+
+
+@dataclass(frozen=True, slots=True)
+class TableLocation:
+    warehouse: str
+    identifier: str  # db.t, or db.t$branch_b for a branch
+    storage_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    schema_id: int | None = None  # pin the schema the driver planned with
+
+    def catalog(self) -> Catalog:
+        return Catalog(self.warehouse, storage_options=dict(self.storage_options) or None)
+
+    def open(self):
+        """The table (at ``schema_id`` when pinned, so executors agree with the driver's plan)."""
+        table = self.catalog().get_table(self.identifier)
+        if self.schema_id is None or self.schema_id == table.schema.id:
+            return table
+        from paimonflow.core.table import Table
+
+        return Table(file_io=table.file_io, path=table.path, identifier=table.identifier,
+                     schema=table.schema_manager.schema(self.schema_id), branch=table.branch)
+
+    def pinned(self, schema_id: int) -> TableLocation:
+        return TableLocation(self.warehouse, self.identifier, self.storage_options, schema_id)
+
+
+STORAGE_PREFIXES = ("s3.", "fs.")
+
+
+def location_from_options(options: Mapping[str, str], identifier: str | None = None) -> TableLocation:
+    """A location from data source options: ``warehouse`` plus the table (``path``/``table``),
+    and every ``s3.*`` / ``fs.*`` option as a storage option."""
+    from paimonflow.core.errors import InvalidArgumentError
+
+    lowered = {k.lower(): v for k, v in options.items()}
+    warehouse = lowered.get("warehouse")
+    table = identifier or lowered.get("table") or lowered.get("path")
+    if not warehouse or not table:
+        raise InvalidArgumentError("give the warehouse (.option('warehouse', ...)) and the table "
+                                   "(.load('db.table') or .option('table', 'db.table'))")
+    storage = {k: v for k, v in options.items() if k.lower().startswith(STORAGE_PREFIXES)}
+    return TableLocation(warehouse, table, storage)

@@ -1,0 +1,162 @@
+"""Maintenance jobs. Planning is metadata work and runs on the driver through the core (the same
+code, plans and crash safety as the CLI); orphan removal lists and deletes files on the
+executors, one table directory per task, since that is where the I/O is."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from paimonflow.core.errors import InvalidArgumentError
+
+from .location import TableLocation
+from .result import JobResult, Stopwatch
+
+
+def _result(job: str, location: TableLocation, watch: Stopwatch, snapshot_id=None, **metrics) -> JobResult:
+    return JobResult(job=job, table=location.identifier, snapshot_id=snapshot_id, duration_s=watch.elapsed,
+                     metrics=metrics)
+
+
+def expire_snapshots(spark, location: TableLocation, *, retain_min: int | None = None, retain_max: int | None = None,
+                     older_than_millis: int | None = None, max_deletes: int | None = None,
+                     dry_run: bool = False) -> JobResult:
+    watch = Stopwatch()
+    table = location.open()
+    done = table.expire_snapshots(retain_min=retain_min, retain_max=retain_max, older_than_millis=older_than_millis,
+                                  max_deletes=max_deletes, dry_run=dry_run)
+    return _result("expire-snapshots", location, watch, table.snapshot_manager.earliest_id(), **done.to_dict())
+
+
+def expire_partitions(spark, location: TableLocation, *, expiration_millis: int | None = None,
+                      dry_run: bool = False, commit_user: str | None = None) -> JobResult:
+    watch = Stopwatch()
+    table = location.open()
+    done = table.expire_partitions(expiration_millis=expiration_millis, dry_run=dry_run, commit_user=commit_user)
+    metrics = {k: v for k, v in done.to_dict().items() if k != "snapshot_id"}
+    return _result("expire-partitions", location, watch, done.snapshot_id, **metrics)
+
+
+def analyze(spark, location: TableLocation, *, columns: Sequence[str] | None = None,
+            commit_user: str | None = None) -> JobResult:
+    watch = Stopwatch()
+    table = location.open()
+    table.analyze(columns, commit_user=commit_user)
+    latest = table.snapshot_manager.latest()
+    return _result("analyze", location, watch, latest.id if latest else None,
+                   statistics_file=latest.statistics if latest else None)
+
+
+def create_tag(spark, location: TableLocation, *, name: str, snapshot_id: int | None = None,
+               timestamp_millis: int | None = None, time_retained: str | None = None) -> JobResult:
+    watch = Stopwatch()
+    tag = location.open().tags.create(name, snapshot_id=snapshot_id, timestamp_millis=timestamp_millis,
+                                      time_retained=time_retained)
+    return _result("create-tag", location, watch, tag.id, tag=name)
+
+
+def delete_tag(spark, location: TableLocation, *, name: str, dry_run: bool = False) -> JobResult:
+    watch = Stopwatch()
+    done = location.open().tags.delete(name, dry_run=dry_run)
+    return _result("delete-tag", location, watch, done.snapshot_id, tag=name, freed_files=len(done.freed_files),
+                   dry_run=dry_run)
+
+
+def expire_tags(spark, location: TableLocation, *, older_than_millis: int | None = None,
+                dry_run: bool = False) -> JobResult:
+    watch = Stopwatch()
+    names = location.open().tags.expire(older_than_millis=older_than_millis, dry_run=dry_run)
+    return _result("expire-tags", location, watch, expired=names, dry_run=dry_run)
+
+
+def rollback(spark, location: TableLocation, *, snapshot_id: int | None = None, tag: str | None = None,
+             timestamp_millis: int | None = None) -> JobResult:
+    watch = Stopwatch()
+    done = location.open().rollback(snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis)
+    return _result("rollback", location, watch, done.target, removed_snapshots=list(done.removed_snapshots),
+                   removed_tags=list(done.removed_tags), deleted_files=done.deleted_files)
+
+
+def remove_orphan_files(spark, location: TableLocation, *, older_than_millis: int = 24 * 3600 * 1000,
+                        dry_run: bool = False) -> JobResult:
+    """Orphan removal with the listing and the deletes spread over executors (one top-level table
+    directory per task); what is referenced is gathered on the driver first, and nothing is
+    deleted if any snapshot, tag or branch cannot be read completely."""
+    from paimonflow.core.orphans import _PROTECTED_DIRS, referenced_files
+
+    watch = Stopwatch()
+    if older_than_millis < 0:
+        raise InvalidArgumentError("older_than_millis must not be negative: a cutoff later than now would "
+                                   "delete files a running writer has not committed yet")
+    table = location.open()
+    keep = frozenset(p.rstrip("/") for p in referenced_files(table))
+    cutoff = time.time() * 1000 - older_than_millis
+    directories = []
+    for entry in table.file_io.list_dir(table.path):
+        name = entry.path.rstrip("/").rsplit("/", 1)[-1]
+        if entry.is_dir and name not in _PROTECTED_DIRS:
+            directories.append(entry.path)
+    if not directories:
+        return _result("remove-orphan-files", location, watch, orphans=0, orphan_bytes=0, scanned_files=0,
+                       dry_run=dry_run)
+    kept = spark.sparkContext.broadcast(keep)
+
+    def scan(directory: str):
+        from paimonflow.core.orphans import _walk
+
+        io = location.open().file_io
+        scanned, found = 0, []
+        for status in _walk(io, directory):
+            scanned += 1
+            name = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if name.startswith(".") or status.path.rstrip("/") in kept.value:
+                continue
+            if status.modification_time_millis < cutoff:
+                found.append((status.path, status.size))
+        return [(scanned, found)]
+
+    listed = spark.sparkContext.parallelize(directories, numSlices=len(directories)).flatMap(scan).collect()
+    orphans = [item for _, found in listed for item in found]
+    if not dry_run and orphans:
+        def delete(paths):
+            import contextlib
+
+            from paimonflow.core.errors import FileNotFoundStorageError
+
+            io = location.open().file_io
+            for path in paths:
+                with contextlib.suppress(FileNotFoundStorageError):
+                    io.delete(path)
+            yield 0
+
+        slices = min(len(orphans), max(1, spark.sparkContext.defaultParallelism * 2))
+        spark.sparkContext.parallelize([p for p, _ in orphans], numSlices=slices).mapPartitions(delete).collect()
+    kept.unpersist()
+    return _result("remove-orphan-files", location, watch, orphans=len(orphans),
+                   orphan_bytes=sum(size for _, size in orphans), scanned_files=sum(n for n, _ in listed),
+                   dry_run=dry_run, tasks=len(directories))
+
+
+def read_changes(spark, location: TableLocation, *, start_snapshot: int, end_snapshot: int | None = None,
+                 mode: str = "auto", output: str, output_format: str = "parquet") -> JobResult:
+    """Write the changes after ``start_snapshot`` up to ``end_snapshot`` (default: latest), with
+    their ``rowkind`` column, to ``output`` (Spark ``overwrite``). Changelog and delta reads run one
+    Spark task per snapshot; ``diff`` (the default for primary-key tables without a changelog
+    producer) compares two states in one task."""
+    from .datasource import FORMAT
+
+    watch = Stopwatch()
+    table = location.open()
+    end = end_snapshot if end_snapshot is not None else table.snapshot_manager.latest_id()
+    if end is None:
+        raise InvalidArgumentError(f"table {location.identifier!r} has no snapshot")
+    reader = spark.read.format(FORMAT).option("warehouse", location.warehouse)
+    for key, value in location.storage_options.items():
+        reader = reader.option(key, value)
+    frame = (reader.option("incremental-between", f"{start_snapshot},{end}")
+             .option("incremental-between-scan-mode", mode).load(location.identifier))
+    frame.write.mode("overwrite").format(output_format).save(output)
+    written = spark.read.format(output_format).load(output).groupBy("rowkind").count().collect()
+    kinds = {row["rowkind"]: row["count"] for row in written}
+    return _result("read-changes", location, watch, end, start_snapshot=start_snapshot, end_snapshot=end,
+                   rows=sum(kinds.values()), output=output, row_kinds=kinds)

@@ -1,0 +1,175 @@
+"""The write job: rows from files, a Spark table or a query into a table, one commit.
+
+Executors compute each row's (partition, bucket) with the core's vectorized Paimon hash, Spark
+shuffles the rows so each bucket lands in exactly one task, each task writes (and, unless the
+table is ``write-only``, compacts) its buckets and returns commit messages, and the driver commits
+once. Dynamic-bucket tables are shuffled by partition (a task owns a partition's key index);
+cross-partition upsert tables are written by one task (one global key index). With a commit user
+and identifier the job is exactly-once: a rerun after the commit landed writes and commits
+nothing and reports the existing snapshot; a rerun after a crash before the commit writes again
+and commits once (the first attempt's files are orphans for ``remove-orphan-files``).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from paimonflow.core.commit import BATCH_COMMIT_IDENTIFIER
+from paimonflow.core.errors import CommitOutcomeUnknownError, InvalidArgumentError
+from paimonflow.core.faults import crash_point
+
+from .location import TableLocation
+from .result import JobResult, Stopwatch
+
+BUCKET_COLUMN = "__paimonflow_bucket"
+PAYLOAD_SCHEMA = "payload binary"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteSource:
+    """Exactly one of: files at ``path`` (``format`` parquet, csv, json, orc), a Spark table, a query."""
+
+    path: str | None = None
+    format: str = "parquet"
+    spark_table: str | None = None
+    sql: str | None = None
+    read_options: Mapping[str, str] | None = None
+
+    def dataframe(self, spark):
+        given = [x for x in (self.path, self.spark_table, self.sql) if x]
+        if len(given) != 1:
+            raise InvalidArgumentError("give exactly one source: a path, a Spark table or a SQL query")
+        if self.path:
+            reader = spark.read.format(self.format)
+            if self.format == "csv":
+                reader = reader.option("header", "true").option("inferSchema", "true")
+            for key, value in (self.read_options or {}).items():
+                reader = reader.option(key, value)
+            return reader.load(self.path)
+        if self.spark_table:
+            return spark.table(self.spark_table)
+        return spark.sql(self.sql)
+
+
+def _with_buckets(location: TableLocation):
+    """mapInArrow function: append each row's bucket (fixed buckets; 0 otherwise)."""
+
+    def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from paimonflow.core.bucket import bucket_ids
+        from paimonflow.core.write import conform
+
+        table = location.open()
+        keys = list(table.schema.bucket_keys) if table.options.bucket > 0 else []
+        for batch in batches:
+            if keys:
+                conformed = conform(pa.Table.from_batches([batch]).select(keys),
+                                    pa.schema([table.arrow_schema.field(k) for k in keys]))
+                buckets = bucket_ids([conformed.column(k) for k in keys], table.options.bucket).astype(np.int32)
+            else:
+                buckets = np.zeros(batch.num_rows, np.int32)
+            yield batch.append_column(BUCKET_COLUMN, pa.array(buckets, pa.int32()))
+
+    return add
+
+
+def _writer_task(location: TableLocation, overwrite: bool, row_kind_column: str | None):
+    """mapInArrow function: write this task's rows; yield its pickled commit messages."""
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = location.open()
+        writer = table.new_write(overwrite=overwrite)
+        try:
+            for batch in batches:
+                names = [n for n in batch.schema.names if n not in (BUCKET_COLUMN, row_kind_column)]
+                rows = pa.Table.from_batches([batch]).select(names)
+                kinds = batch.column(batch.schema.get_field_index(row_kind_column)) if row_kind_column else None
+                writer.write(rows, row_kinds=kinds)
+            messages = writer.prepare_commit()
+        except BaseException:
+            table.manifest_io.delete_data_files(writer.pending_messages())
+            raise
+        finally:
+            writer.close()
+        yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(messages)]}, schema=pa.schema([("payload", pa.binary())]))
+
+    return write
+
+
+def write(spark, location: TableLocation, source: WriteSource | object, *, mode: str = "append",
+          overwrite_partition: Mapping[str, object] | None = None, row_kind_column: str | None = None,
+          commit_user: str | None = None, commit_identifier: int | None = None,
+          parallelism: int | None = None) -> JobResult:
+    """Write ``source`` (a :class:`WriteSource` or a DataFrame) into the table as one commit."""
+    watch = Stopwatch()
+    if mode not in ("append", "overwrite"):
+        raise InvalidArgumentError(f"mode must be append or overwrite, not {mode!r}")
+    table = location.open()
+    location = location.pinned(table.schema.id)
+    overwrite = None
+    if mode == "overwrite":
+        overwrite = table._overwrite_spec(dict(overwrite_partition) if overwrite_partition else True)
+    committer = table.new_commit(commit_user)
+    identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
+    existing = committer.already_committed(identifier) if commit_user is not None else None
+    if existing is not None:
+        return JobResult(job="write", table=location.identifier, snapshot_id=existing.id, duration_s=watch.elapsed,
+                         metrics={"already_committed": True})
+    df = source.dataframe(spark) if isinstance(source, WriteSource) else source
+    names = set(df.columns)
+    for field in table.arrow_schema:
+        if field.name not in names:
+            raise InvalidArgumentError(f"the source has no column {field.name!r}; table columns are "
+                                       f"{table.arrow_schema.names}")
+    wanted = list(table.arrow_schema.names) + ([row_kind_column] if row_kind_column else [])
+    df = df.select(*wanted)
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    bucketed = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
+    with_buckets = df.mapInArrow(_with_buckets(location), bucketed)
+    partitions = list(table.partition_keys)
+    slots = parallelism or int(spark.conf.get("spark.sql.shuffle.partitions"))
+    if table.primary_keys and table.options.bucket == -1:
+        cross = not set(partitions) <= set(table.primary_keys)
+        shuffled = with_buckets.coalesce(1) if cross or not partitions else with_buckets.repartition(slots, *partitions)
+    else:
+        shuffled = with_buckets.repartition(slots, *partitions, BUCKET_COLUMN)
+    payloads = shuffled.mapInArrow(_writer_task(location, overwrite is not None, row_kind_column),
+                                   PAYLOAD_SCHEMA).collect()
+    messages = [m for row in payloads for m in pickle.loads(row.payload)]
+    crash_point("spark-write:before-commit")
+    try:
+        result = committer.commit(messages, commit_identifier=identifier, overwrite=overwrite)
+    except CommitOutcomeUnknownError:
+        raise
+    except BaseException:
+        table.manifest_io.delete_data_files(messages)
+        raise
+    files = [f for m in messages for f in m.new_files]
+    return JobResult(job="write", table=location.identifier, snapshot_id=result.snapshot_id,
+                     duration_s=watch.elapsed,
+                     metrics={"rows_written": sum(f.row_count for f in files), "files_written": len(files),
+                              "bytes_written": sum(f.file_size for f in files), "tasks": len(payloads),
+                              "buckets": len({(m.partition, m.bucket) for m in messages}),
+                              "compacted_files": sum(len(m.compact_before) for m in messages)})
+
+
+def partition_spec(text: str | None) -> dict[str, str] | None:
+    """``"dt=2026-11-21,hh=10"`` -> ``{"dt": "2026-11-21", "hh": "10"}``."""
+    if not text:
+        return None
+    out = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise InvalidArgumentError(f"partition spec {text!r} must be k=v[,k2=v2]")
+        out[key.strip()] = value
+    return out
+
+
+def partition_specs(texts: Sequence[str] | None) -> list[dict[str, str]] | None:
+    return [partition_spec(t) for t in texts] if texts else None

@@ -1,0 +1,192 @@
+"""Every Spark job on local[2], through its command line (in process, on the shared session) and
+its Python function; tables written by the jobs read the same in the core and in pypaimon."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from paimonflow.core import Catalog
+from paimonflow.jobs.cli import app
+from paimonflow.jobs.location import TableLocation
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()),
+                    pa.field("dt", pa.string(), nullable=False)])
+runner = CliRunner()
+
+
+def job(*args: str) -> dict:
+    result = runner.invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def wh(tmp_path) -> str:
+    c = Catalog(str(tmp_path / "wh"))
+    c.create_database("db")
+    c.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "4"})
+    return c.warehouse
+
+
+def source(tmp_path, name: str, ids, v: str, dt: str = "2026-11-21") -> str:
+    path = str(tmp_path / f"{name}.parquet")
+    pq.write_table(pa.table({"id": list(ids), "v": [v] * len(ids), "dt": [dt] * len(ids)}), path)
+    return path
+
+
+def rows(wh: str, **kw) -> dict:
+    return {(r["id"], r["dt"]): r["v"] for r in Catalog(wh).get_table("db.t").read(**kw).to_pylist()}
+
+
+def test_write_job_shuffles_by_bucket_and_commits_once(spark, wh, tmp_path):
+    out = job("write", "-w", wh, "-t", "db.t", "--path", source(tmp_path, "a", range(100), "a"))
+    assert out["snapshot_id"] == 1 and out["rows_written"] == 100 and out["buckets"] == 4
+    t = Catalog(wh).get_table("db.t")
+    assert all(len({f.file_name for f in s.files}) == 1 for s in t.plan())  # one file per bucket: one task each
+    job("write", "-w", wh, "-t", "db.t", "--path", source(tmp_path, "b", range(50, 150), "b"))
+    got = rows(wh)
+    assert len(got) == 150 and got[(10, "2026-11-21")] == "a" and got[(60, "2026-11-21")] == "b"
+
+
+def test_write_job_from_sql_and_overwrite(spark, wh, tmp_path):
+    job("write", "-w", wh, "-t", "db.t", "--path", source(tmp_path, "a", range(10), "a", "p1"))
+    job("write", "-w", wh, "-t", "db.t", "--path", source(tmp_path, "b", range(10), "b", "p2"))
+    out = job("write", "-w", wh, "-t", "db.t", "--mode", "overwrite", "--overwrite-partition", "dt=p1",
+              "--sql", "select cast(id as long) id, 'sql' v, 'p1' dt from range(3)")
+    assert out["rows_written"] == 3
+    got = rows(wh)
+    assert sorted(k for k in got if k[1] == "p1") == [(0, "p1"), (1, "p1"), (2, "p1")]
+    assert len([k for k in got if k[1] == "p2"]) == 10
+
+
+def test_write_job_is_exactly_once_with_a_commit_identity(spark, wh, tmp_path):
+    path = source(tmp_path, "a", range(20), "a")
+    first = job("write", "-w", wh, "-t", "db.t", "--path", path, "--commit-user", "dag.task",
+                "--commit-identifier", "20261121")
+    again = job("write", "-w", wh, "-t", "db.t", "--path", path, "--commit-user", "dag.task",
+                "--commit-identifier", "20261121")
+    assert again["already_committed"] and again["snapshot_id"] == first["snapshot_id"]
+    assert Catalog(wh).get_table("db.t").snapshot_manager.latest_id() == first["snapshot_id"]
+
+
+def test_dynamic_bucket_and_append_tables(spark, tmp_path):
+    c = Catalog(str(tmp_path / "wh2"))
+    c.create_database("db")
+    c.create_table("db.dyn", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "-1"})
+    c.create_table("db.log", SCHEMA, partition_keys=["dt"])
+    for name in ("dyn", "log"):
+        for i in range(2):
+            job("write", "-w", c.warehouse, "-t", f"db.{name}",
+                "--path", source(tmp_path, f"{name}{i}", range(i * 5, i * 5 + 10), f"w{i}"))
+    assert c.get_table("db.dyn").read().num_rows == 15
+    assert c.get_table("db.log").read().num_rows == 20
+
+
+def test_compact_job_compacts_buckets_in_parallel(spark, wh, tmp_path):
+    for i in range(3):
+        job("write", "-w", wh, "-t", "db.t", "--path", source(tmp_path, f"s{i}", range(i, i + 40), f"w{i}"))
+    before = rows(wh)
+    out = job("compact", "-w", wh, "-t", "db.t", "--commit-user", "compactor", "--commit-identifier", "1")
+    assert out["tasks"] == 4 and out["files_read"] > out["files_written"] and out["snapshot_id"] == 4
+    assert rows(wh) == before
+    assert job("compact", "-w", wh, "-t", "db.t", "--commit-user", "compactor",
+               "--commit-identifier", "1")["already_committed"]
+
+
+def test_maintenance_jobs(spark, wh, tmp_path):
+    for i in range(4):
+        job("write", "-w", wh, "-t", "db.t", "--path", source(tmp_path, f"s{i}", [i], f"w{i}"))
+    assert job("create-tag", "-w", wh, "-t", "db.t", "--name", "t2", "--snapshot", "2")["snapshot_id"] == 2
+    plan = job("expire-snapshots", "-w", wh, "-t", "db.t", "--retain-min", "1", "--older-than", "0 ms", "--dry-run")
+    assert plan["dry_run"] and plan["snapshot_ids"] == [1, 2, 3]
+    done = job("expire-snapshots", "-w", wh, "-t", "db.t", "--retain-min", "1", "--older-than", "0 ms")
+    assert done["expired_snapshots"] == 3 and done["snapshot_id"] == 4
+    assert job("analyze", "-w", wh, "-t", "db.t")["statistics_file"]
+    assert job("rollback", "-w", wh, "-t", "db.t", "--tag", "t2")["snapshot_id"] == 2
+    assert sorted(k[0] for k in rows(wh)) == [0, 1]
+    assert job("delete-tag", "-w", wh, "-t", "db.t", "--name", "t2")["tag"] == "t2"
+    assert job("expire-tags", "-w", wh, "-t", "db.t")["expired"] == []
+    table_dir = Catalog(wh).get_table("db.t").path
+    for bucket in range(3):  # what crashed writers leave behind
+        stray = os.path.join(table_dir, "dt=2026-11-21", f"bucket-{bucket}", "data-crashed-writer.parquet")
+        os.makedirs(os.path.dirname(stray), exist_ok=True)
+        pq.write_table(pa.table({"x": [1]}), stray)
+    orphans = job("remove-orphan-files", "-w", wh, "-t", "db.t", "--older-than", "0 ms", "--dry-run")
+    assert orphans["orphans"] == 3 and orphans["dry_run"]
+    removed = job("remove-orphan-files", "-w", wh, "-t", "db.t", "--older-than", "0 ms")
+    assert removed["orphans"] == orphans["orphans"]
+    assert job("remove-orphan-files", "-w", wh, "-t", "db.t", "--older-than", "0 ms")["orphans"] == 0
+    assert sorted(k[0] for k in rows(wh)) == [0, 1]
+
+
+def test_expire_partitions_job(spark, tmp_path):
+    c = Catalog(str(tmp_path / "wh3"))
+    c.create_database("db")
+    c.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                   options={"bucket": "1", "partition.expiration-time": "7 d",
+                            "partition.timestamp-formatter": "yyyy-MM-dd"})
+    for dt in ("2020-01-01", "2999-01-01"):
+        job("write", "-w", c.warehouse, "-t", "db.t", "--path", source(tmp_path, dt, [1], "x", dt))
+    out = job("expire-partitions", "-w", c.warehouse, "-t", "db.t")
+    assert out["snapshot_id"] == 3
+    assert {r["dt"] for r in c.get_table("db.t").read().to_pylist()} == {"2999-01-01"}
+
+
+def test_read_changes_job(spark, wh, tmp_path):
+    job("write", "-w", wh, "-t", "db.t", "--path", source(tmp_path, "a", range(5), "a"))
+    job("write", "-w", wh, "-t", "db.t", "--path", source(tmp_path, "b", [1, 7], "b"))
+    out_dir = str(tmp_path / "changes")
+    out = job("read-changes", "-w", wh, "-t", "db.t", "--start", "1", "--output", out_dir)
+    written = spark.read.parquet(out_dir)
+    got = sorted((r["rowkind"], r["id"], r["v"]) for r in written.collect())
+    assert got == [("+I", 7, "b"), ("+U", 1, "b"), ("-U", 1, "a")] and out["rows"] == 3
+    delta = str(tmp_path / "delta")
+    out = job("read-changes", "-w", wh, "-t", "db.t", "--start", "0", "--mode", "delta", "--output", delta)
+    assert out["rows"] == 7 and out["row_kinds"] == {"+I": 7}
+
+
+def test_bad_input_is_one_clear_line(spark, wh, tmp_path):
+    result = runner.invoke(app, ["write", "-w", wh, "-t", "db.nope", "--path", source(tmp_path, "a", [1], "a")])
+    assert result.exit_code == 2 and "TableNotFoundError" in result.output
+    result = runner.invoke(app, ["create-tag", "-w", wh, "-t", "db.t", "--name", "../x"])
+    assert result.exit_code == 2 and "InvalidNameError" in result.output
+
+
+@pytest.mark.slow
+def test_write_killed_before_commit_then_rerun_lands_rows_once(spark, wh, tmp_path):
+    """SIGKILL between writing the files and committing (a real spark job in a subprocess), then a
+    rerun with the same commit identity: the rows appear exactly once."""
+    path = source(tmp_path, "a", range(30), "a")
+    args = ["write", "-w", wh, "-t", "db.t", "--path", path, "--commit-user", "dag.write",
+            "--commit-identifier", "42", "--conf", "spark.sql.shuffle.partitions=2"]
+    proc = subprocess.run([sys.executable, "-m", "paimonflow.jobs", *args], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PAIMONFLOW_CRASH_AT": "spark-write:before-commit"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+    t = Catalog(wh).get_table("db.t")
+    assert t.snapshot_manager.latest_id() is None  # files written, nothing committed
+    out = job(*args[:-2])
+    assert out["snapshot_id"] == 1 and out["rows_written"] == 30
+    assert job(*args[:-2])["already_committed"]
+    assert len(rows(wh)) == 30 and Catalog(wh).get_table("db.t").read().num_rows == 30
+    assert Catalog(wh).get_table("db.t").remove_orphan_files(older_than_millis=0).orphans  # the first attempt's
+
+
+def test_python_api_returns_the_same_results(spark, wh, tmp_path):
+    from paimonflow.jobs.compact import compact
+    from paimonflow.jobs.write import WriteSource, write
+
+    location = TableLocation(wh, "db.t")
+    df = spark.createDataFrame([(1, "a", "d"), (2, "b", "d")], "id long, v string, dt string")
+    assert write(spark, location, df).snapshot_id == 1
+    assert write(spark, location, WriteSource(path=source(tmp_path, "x", [3], "c", "d"))).snapshot_id == 2
+    assert compact(spark, location, full=True).metrics["buckets"] >= 1
+    assert sorted(k[0] for k in rows(wh)) == [1, 2, 3]
