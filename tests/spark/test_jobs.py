@@ -190,3 +190,20 @@ def test_python_api_returns_the_same_results(spark, wh, tmp_path):
     assert write(spark, location, WriteSource(path=source(tmp_path, "x", [3], "c", "d"))).snapshot_id == 2
     assert compact(spark, location, full=True).metrics["buckets"] >= 1
     assert sorted(k[0] for k in rows(wh)) == [1, 2, 3]
+
+
+@pytest.mark.slow
+def test_spark_submit_runs_a_job(wh, tmp_path):
+    """The real ``spark-submit`` with the job file (as on a cluster, minus the shipping)."""
+    import paimonflow.jobs.submit as submit
+
+    bin_dir = os.path.dirname(sys.executable)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYSPARK_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = subprocess.run([os.path.join(bin_dir, "spark-submit"), "--master", "local[1]", "--driver-memory", "1g",
+                           "--conf", "spark.ui.enabled=false", submit.__file__, "write", "-w", wh, "-t", "db.t",
+                           "--path", source(tmp_path, "a", range(12), "a")],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["job"] == "write" and result["rows_written"] == 12 and result["snapshot_id"] == 1

@@ -1,0 +1,103 @@
+"""Spark write job vs the core's single-process write: 5,000,000 rows into a primary-key table
+with 8 buckets, on local[1] and local[2] (each Spark run in a fresh process, so session start-up
+is excluded from the job time but reported). Each Spark process writes --reps + 1 tables: the
+first (cold) run also starts the Python workers; "warm" is the median of the others.
+
+    .venv/bin/python bench/spark_write.py --rows 5000000
+
+Source: one Parquet file (id int64 0..n-1 shuffled, dt string (10 values), v string (~20 bytes),
+amount double). Times are the median of --reps runs, each into a new table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                    ("v", pa.string()), ("amount", pa.float64())])
+
+SPARK_RUN = """
+import json, sys, time
+t0 = time.perf_counter()
+from paimonflow.jobs.session import spark_session
+from paimonflow.jobs.location import TableLocation
+from paimonflow.jobs.write import WriteSource, write
+master, wh, source, slots = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+spark = spark_session(master=master, conf={"spark.sql.shuffle.partitions": str(slots),
+                                           "spark.driver.memory": "4g"})
+spark.sparkContext.setLogLevel("ERROR")
+started = time.perf_counter() - t0
+runs = []
+for table in sys.argv[5:]:  # the first run starts the Python workers; later runs reuse them
+    result = write(spark, TableLocation(table, "b.pk"), WriteSource(path=source))
+    runs.append(result.duration_s)
+print(json.dumps({"startup": started, "cold": runs[0], "warm": sorted(runs[1:])[len(runs[1:]) // 2],
+                  "rows": result.metrics["rows_written"], "tasks": result.metrics["tasks"]}))
+"""
+
+
+def make_source(path: Path, rows: int) -> None:
+    rng = np.random.default_rng(7)
+    ids = rng.permutation(rows)
+    table = pa.table({"id": ids, "dt": pa.array([f"2026-11-{10 + i % 10}" for i in range(10)]).take(ids % 10),
+                      "v": pa.array([f"value-{i:012d}" for i in range(1000)]).take(ids % 1000),
+                      "amount": rng.random(rows)}, schema=SCHEMA)
+    pq.write_table(table, path, row_group_size=1 << 20)
+
+
+def new_table(root: Path) -> str:
+    from paimonflow.core import Catalog
+
+    wh = tempfile.mkdtemp(dir=root)
+    c = Catalog(wh)
+    c.create_database("b")
+    c.create_table("b.pk", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "8"})
+    return wh
+
+
+def core_write(root: Path, source: Path) -> float:
+    from paimonflow.core import Catalog
+
+    wh = new_table(root)
+    data = pq.read_table(source)
+    start = time.perf_counter()
+    Catalog(wh).get_table("b.pk").write(data)
+    return time.perf_counter() - start
+
+
+def spark_write(root: Path, source: Path, master: str, slots: int, reps: int) -> dict:
+    tables = [new_table(root) for _ in range(reps + 1)]
+    out = subprocess.run([sys.executable, "-c", SPARK_RUN, master, "-", str(source), str(slots), *tables],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="spark-bench-"))
+    source = root / "source.parquet"
+    make_source(source, args.rows)
+    report = {"rows": args.rows, "core": statistics.median(core_write(root, source) for _ in range(args.reps))}
+    for master, slots in (("local[1]", 8), ("local[2]", 8)):
+        report[master] = spark_write(root, source, master, slots, args.reps)
+    report["rows_per_second"] = {"core": round(args.rows / report["core"]),
+                                 **{m: round(args.rows / report[m]["warm"]) for m in ("local[1]", "local[2]")}}
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
