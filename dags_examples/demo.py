@@ -120,12 +120,53 @@ def main(warehouse: str = "demo-warehouse") -> int:
     console.print(f"stock has {stock.read().num_rows} skus; the last commit's lookup changelog holds "
                   f"{sum(changes)} row(s) (-D of sku 2)")
 
+    step("10. Branches: try a change on a branch, then fast-forward main to it")
+    orders.tags.create("before-fix")
+    fix = orders.branches.create("fix", tag="before-fix")
+    fix.write(pa.table({"id": [1], "dt": ["2026-11-21"], "customer": ["ann (fixed)"], "amount": [10.5]},
+                       schema=fix.arrow_schema))
+    console.print(f"branch {fix.identifier}: {fix.read().num_rows} rows; main untouched at snapshot "
+                  f"{orders.refresh().latest_snapshot().id}")
+    orders.branches.fast_forward("fix")
+    console.print(f"main fast-forwarded: latest snapshot {catalog.get_table('shop.orders').latest_snapshot().id}")
+
+    step("11. The same table from Spark (local[2]): the write job, a compaction job, the data source")
+    spark_demo(root)
+
     step("Done")
     console.print(f"Look at the files under {root}; try:\n"
                   f"  .venv/bin/paimonflow describe shop.orders -w {root}\n"
                   f"  .venv/bin/paimonflow snapshots shop.orders -w {root}\n"
                   f"  .venv/bin/paimonflow read shop.orders -w {root} --snapshot 1")
     return 0
+
+
+def spark_demo(root: Path) -> None:
+    from paimonflow.jobs.compact import compact
+    from paimonflow.jobs.environment import detect_java
+    from paimonflow.jobs.location import TableLocation
+    from paimonflow.jobs.session import spark_session
+    from paimonflow.jobs.write import write
+
+    if not detect_java().usable:
+        console.print("[yellow]no Java 17+: skipping the Spark step (make java-check says how to get it)[/yellow]")
+        return
+    spark = spark_session(app_name="paimonflow-demo")
+    spark.sparkContext.setLogLevel("ERROR")
+    location = TableLocation(str(root), "shop.orders")
+    rows = spark.range(100, 5100).selectExpr("id", "'2026-11-22' as dt", "concat('c', id % 97) as customer",
+                                             "cast(id % 1000 as double) / 10 as amount")
+    result = write(spark, location, rows, commit_user="demo.spark_write", commit_identifier=1)
+    console.print(f"write job: {result.to_json()}")
+    again = write(spark, location, rows, commit_user="demo.spark_write", commit_identifier=1)
+    console.print(f"the same job rerun (a retried task) commits nothing: already_committed="
+                  f"{again.metrics.get('already_committed')}, snapshot {again.snapshot_id}")
+    console.print(f"compaction job: {compact(spark, location, full=True).to_json()}")
+    frame = spark.read.format("paimonflow").option("warehouse", str(root)).load("shop.orders")
+    console.print("spark.read.format('paimonflow'): rows per day")
+    for row in frame.groupBy("dt").count().orderBy("dt").collect():
+        console.print(f"  {row['dt']}: {row['count']}")
+    spark.stop()
 
 
 if __name__ == "__main__":
