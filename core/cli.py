@@ -58,6 +58,37 @@ def _show(table: pa.Table, title: str | None = None, limit: int | None = None) -
         console.print(f"[dim]… {table.num_rows - limit} more rows[/dim]")
 
 
+_OUTPUT = {"json": False}
+
+
+@app.callback()
+def _options(json_output: Annotated[bool, typer.Option("--json", help="Print results as JSON (for scripts)")]
+             = False) -> None:
+    """Inspect and change Apache Paimon tables (filesystem catalog)."""
+    _OUTPUT["json"] = json_output
+
+
+def _report(result: dict, title: str | None = None) -> None:
+    """A result or plan: a readable two-column table, or JSON with ``--json``."""
+    if _OUTPUT["json"]:
+        console.print_json(json.dumps(result, default=str))
+        return
+    view = RichTable(title=title, show_header=False)
+    view.add_column("", style="bold")
+    view.add_column("", overflow="fold")
+    for key, value in result.items():
+        if isinstance(value, list | tuple):
+            shown = ", ".join(str(v) for v in value[:12]) + (f" … ({len(value)} in all)" if len(value) > 12 else "")
+            value = shown or "—"
+        view.add_row(key.replace("_", " "), "∅" if value is None else str(value))
+    console.print(view)
+
+
+def _busy(text: str):
+    """A spinner on stderr while a long step runs (stdout stays clean for the result)."""
+    return err_console.status(text, spinner="dots")
+
+
 def _parse_type(text: str) -> pa.DataType:
     from .schema import to_arrow_type_from_text
 
@@ -191,7 +222,7 @@ def write(
             parts.append(pq.read_table(path))
     data = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
     result = table.write(data, overwrite=overwrite)
-    console.print_json(json.dumps(result.to_dict()))
+    _report(result.to_dict())
 
 
 @command("watch")
@@ -202,7 +233,7 @@ def watch_(identifier: Identifier, warehouse: Warehouse, cursor: Annotated[str |
 
     last = Observation.from_cursor(cursor) if cursor else None
     result = watch(_catalog(warehouse).get_table(identifier).snapshot_manager, last)
-    console.print_json(json.dumps(result.to_dict()))
+    console.print_json(json.dumps(result.to_dict()))  # always JSON: the output is the next cursor
 
 
 @command("compact")
@@ -211,8 +242,9 @@ def compact_(identifier: Identifier, warehouse: Warehouse, full: bool = True,
              bucket: Annotated[list[int] | None, typer.Option(help="Only these buckets; repeatable")] = None) -> None:
     """Dedicated compaction (full, or --no-full for Paimon's universal compaction)."""
     specs = [dict(kv.split("=", 1) for kv in p.split(",")) for p in partition] if partition else None
-    result = _catalog(warehouse).get_table(identifier).compact(full=full, partitions=specs, buckets=bucket)
-    console.print_json(json.dumps(result.to_dict()))
+    with _busy(f"compacting {identifier}"):
+        result = _catalog(warehouse).get_table(identifier).compact(full=full, partitions=specs, buckets=bucket)
+    _report(result.to_dict())
 
 
 @command("expire-snapshots")
@@ -232,7 +264,7 @@ def expire_snapshots_(identifier: Identifier, warehouse: Warehouse,
             retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes, dry_run=dry_run,
             older_than_millis=parse_duration_millis(older_than) if older_than else None,
             progress=lambda done, total: bar.update(task, completed=done, total=total))
-    console.print_json(json.dumps(result.to_dict()))
+    _report(result.to_dict())
 
 
 @command("tags")
@@ -254,7 +286,8 @@ def create_tag(identifier: Identifier, warehouse: Warehouse, name: str,
 @command("delete-tag")
 def delete_tag(identifier: Identifier, warehouse: Warehouse, name: str, dry_run: bool = False) -> None:
     """Delete a tag (and the files of its expired snapshot that nothing else needs)."""
-    done = _catalog(warehouse).get_table(identifier).tags.delete(name, dry_run=dry_run)
+    with _busy(f"deleting tag {name!r}"):
+        done = _catalog(warehouse).get_table(identifier).tags.delete(name, dry_run=dry_run)
     console.print(f"{'would delete' if dry_run else 'deleted'} tag {name!r}; {len(done.freed_files)} file(s) freed")
 
 
@@ -273,7 +306,7 @@ def expire_tags(identifier: Identifier, warehouse: Warehouse, older_than: Annota
 
     names = _catalog(warehouse).get_table(identifier).tags.expire(
         older_than_millis=parse_duration_millis(older_than) if older_than else None, dry_run=dry_run)
-    console.print_json(json.dumps({"expired": names, "dry_run": dry_run}))
+    _report({"expired": names, "dry_run": dry_run})
 
 
 @command("rollback")
@@ -282,10 +315,11 @@ def rollback_(identifier: Identifier, warehouse: Warehouse,
               tag: Annotated[str | None, typer.Option()] = None,
               timestamp_millis: Annotated[int | None, typer.Option()] = None) -> None:
     """Roll back to a snapshot, a tag or a time (later snapshots and tags are removed)."""
-    done = _catalog(warehouse).get_table(identifier).rollback(snapshot_id=snapshot, tag=tag,
-                                                              timestamp_millis=timestamp_millis)
-    console.print_json(json.dumps({"target": done.target, "removed_snapshots": list(done.removed_snapshots),
-                                   "removed_tags": list(done.removed_tags), "deleted_files": done.deleted_files}))
+    with _busy(f"rolling back {identifier}"):
+        done = _catalog(warehouse).get_table(identifier).rollback(snapshot_id=snapshot, tag=tag,
+                                                                  timestamp_millis=timestamp_millis)
+    _report({"target": done.target, "removed_snapshots": list(done.removed_snapshots),
+             "removed_tags": list(done.removed_tags), "deleted_files": done.deleted_files}, title="rollback")
 
 
 @command("branches")
@@ -321,11 +355,11 @@ def rename_branch(identifier: Identifier, warehouse: Warehouse, old: str, new: s
 @command("fast-forward")
 def fast_forward(identifier: Identifier, warehouse: Warehouse, branch: str) -> None:
     """Make the main branch equal to BRANCH (main's later snapshots and tags are replaced)."""
-    done = _catalog(warehouse).get_table(identifier).branches.fast_forward(branch)
-    console.print_json(json.dumps({"branch": done.branch, "from_snapshot": done.from_snapshot,
-                                   "removed_snapshots": list(done.removed_snapshots),
-                                   "copied_snapshots": list(done.copied_snapshots),
-                                   "removed_tags": list(done.removed_tags), "copied_tags": list(done.copied_tags)}))
+    with _busy(f"fast-forwarding main to {branch!r}"):
+        done = _catalog(warehouse).get_table(identifier).branches.fast_forward(branch)
+    _report({"branch": done.branch, "from_snapshot": done.from_snapshot,
+             "removed_snapshots": list(done.removed_snapshots), "copied_snapshots": list(done.copied_snapshots),
+             "removed_tags": list(done.removed_tags), "copied_tags": list(done.copied_tags)}, title="fast-forward")
 
 
 @command("remove-orphan-files")
@@ -335,11 +369,12 @@ def remove_orphan_files_(identifier: Identifier, warehouse: Warehouse,
     """Delete files no snapshot or tag references (dry run first!)."""
     from .options import parse_duration_millis
 
-    plan = _catalog(warehouse).get_table(identifier).remove_orphan_files(
-        older_than_millis=parse_duration_millis(older_than), dry_run=dry_run)
+    with _busy("collecting referenced files and listing the table"):
+        plan = _catalog(warehouse).get_table(identifier).remove_orphan_files(
+            older_than_millis=parse_duration_millis(older_than), dry_run=dry_run)
     if plan.orphans:
         _show(pa.table({"orphan": list(plan.orphans)}), title="orphan files", limit=20)
-    console.print_json(json.dumps(plan.to_dict()))
+    _report(plan.to_dict())
 
 
 @command("expire-partitions")
@@ -351,7 +386,7 @@ def expire_partitions_(identifier: Identifier, warehouse: Warehouse,
 
     result = _catalog(warehouse).get_table(identifier).expire_partitions(
         expiration_millis=parse_duration_millis(expiration) if expiration else None, dry_run=dry_run)
-    console.print_json(json.dumps(result.to_dict(), default=str))
+    _report(result.to_dict())
 
 
 @command("analyze")
@@ -362,7 +397,7 @@ def analyze_(identifier: Identifier, warehouse: Warehouse,
 
     table = _catalog(warehouse).get_table(identifier)
     table.analyze(column)
-    console.print_json(json.dumps(read_statistics(table.refresh())))
+    _report(read_statistics(table.refresh()))
 
 
 @command("consumers")

@@ -28,7 +28,7 @@ def test_create_write_describe_read(tmp_path):
     assert out.exit_code == 0, out.output
     data = tmp_path / "orders.parquet"
     pq.write_table(pa.table({"id": [1, 2], "dt": ["a", "b"], "amount": [1.5, 2.5]}), data)
-    out = invoke("write", "shop.orders", "-w", wh, str(data))
+    out = invoke("--json", "write", "shop.orders", "-w", wh, str(data))
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["snapshot_id"] == 1
     csv_file = tmp_path / "more.csv"
@@ -69,18 +69,20 @@ def test_maintenance_verbs(tmp_path):
         t.write(pa.table({"id": [i], "v": ["x"]}, schema=schema))
     assert invoke("create-tag", "db.t", "-w", wh, "t1", "--snapshot", "2").exit_code == 0
     assert "t1" in invoke("tags", "db.t", "-w", wh).output
-    plan = json.loads(invoke("expire-snapshots", "db.t", "-w", wh, "--retain-min", "2", "--older-than", "0 ms",
+    readable = invoke("expire-snapshots", "db.t", "-w", wh, "--retain-min", "2", "--older-than", "0 ms", "--dry-run")
+    assert "snapshot ids" in readable.output and "1, 2, 3" in readable.output  # a table, not JSON
+    plan = json.loads(invoke("--json", "expire-snapshots", "db.t", "-w", wh, "--retain-min", "2", "--older-than", "0 ms",
                              "--dry-run").output)
     assert plan["dry_run"] and plan["snapshot_ids"] == [1, 2, 3]
-    assert json.loads(invoke("expire-snapshots", "db.t", "-w", wh, "--retain-min", "2",
+    assert json.loads(invoke("--json", "expire-snapshots", "db.t", "-w", wh, "--retain-min", "2",
                              "--older-than", "0 ms").output)["expired_snapshots"] == 3
-    assert json.loads(invoke("compact", "db.t", "-w", wh).output)["snapshot_id"] == 6
-    assert json.loads(invoke("rollback", "db.t", "-w", wh, "--tag", "t1").output)["target"] == 2
-    assert json.loads(invoke("remove-orphan-files", "db.t", "-w", wh, "--older-than", "0 ms").output)["orphans"] == 0
+    assert json.loads(invoke("--json", "compact", "db.t", "-w", wh).output)["snapshot_id"] == 6
+    assert json.loads(invoke("--json", "rollback", "db.t", "-w", wh, "--tag", "t1").output)["target"] == 2
+    assert json.loads(invoke("--json", "remove-orphan-files", "db.t", "-w", wh, "--older-than", "0 ms").output)["orphans"] == 0
     assert "r" in invoke("consumers", "db.t", "-w", wh, "--reset", "r=2").output
     assert invoke("rename-tag", "db.t", "-w", wh, "t1", "t2").exit_code == 0
     assert "deleted tag 't2'" in invoke("delete-tag", "db.t", "-w", wh, "t2").output
-    assert json.loads(invoke("expire-tags", "db.t", "-w", wh).output)["expired"] == []
+    assert json.loads(invoke("--json", "expire-tags", "db.t", "-w", wh).output)["expired"] == []
     bad = invoke("create-tag", "db.t", "-w", wh, "../x")
     assert bad.exit_code == 2 and "InvalidNameError" in bad.output
     assert sorted(r["id"] for r in t.read().to_pylist()) == [0, 1]
@@ -104,7 +106,7 @@ def test_branch_verbs(tmp_path):
     assert "2" in invoke("snapshots", "db.t$branch_dev", "-w", wh).output
     assert invoke("rename-branch", "db.t", "-w", wh, "scratch", "tmp").exit_code == 0
     assert invoke("delete-branch", "db.t", "-w", wh, "tmp").exit_code == 0
-    done = json.loads(invoke("fast-forward", "db.t", "-w", wh, "dev").output)
+    done = json.loads(invoke("--json", "fast-forward", "db.t", "-w", wh, "dev").output)
     assert done["copied_snapshots"] == [1, 2]
     assert sorted(r["id"] for r in catalog.get_table("db.t").read().to_pylist()) == [1, 2, 3]
     bad = invoke("create-branch", "db.t", "-w", wh, "123")
