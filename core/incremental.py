@@ -37,7 +37,7 @@ def _with_kinds(table: pa.Table, kinds: np.ndarray) -> pa.Table:
 def read_changes(table, start: int, end: int, *, mode: str = "auto",
                  columns: Sequence[str] | None = None) -> pa.Table:
     """Rows changed after snapshot ``start`` up to and including ``end``, with ``rowkind`` first
-    (``start`` 0: from the first snapshot on; not for ``diff``)."""
+    (``start`` 0: from the empty table, before the first snapshot)."""
     manager = table.snapshot_manager
     if start >= end or start < 0:
         raise InvalidArgumentError(f"incremental read needs 0 <= start < end, got {start} and {end}")
@@ -54,7 +54,7 @@ def read_changes(table, start: int, end: int, *, mode: str = "auto",
     if mode == "diff":
         if not table.primary_keys:
             raise InvalidArgumentError("diff mode needs a primary-key table")
-        return _diff(table, reader, manager.snapshot(start), manager.snapshot(end), wanted)
+        return _diff(table, reader, manager.snapshot(start) if start else None, manager.snapshot(end), wanted)
     partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
     parts = []
     for sid in range(start + 1, end + 1):
@@ -88,7 +88,8 @@ def _diff(table, reader, before, after, wanted: list[str]) -> pa.Table:
 
     keys = list(table.schema.trimmed_primary_keys)
     values = list(table.arrow_schema.names)
-    old_splits = {(s.partition, s.bucket): s for s in table.plan(snapshot_id=before.id, all_levels=True)}
+    old_splits = {} if before is None else {  # before None: from the empty table (start 0)
+        (s.partition, s.bucket): s for s in table.plan(snapshot_id=before.id, all_levels=True)}
     new_splits = {(s.partition, s.bucket): s for s in table.plan(snapshot_id=after.id, all_levels=True)}
     parts = []
     for key in sorted(set(old_splits) | set(new_splits), key=repr):

@@ -34,6 +34,16 @@ CommitId = Annotated[int | None, typer.Option(help="Commit identifier (e.g. the 
 Partition = Annotated[list[str] | None, typer.Option("--partition", help="k=v[,k2=v2]; repeatable")]
 
 
+_RESULT_FILE: dict[str, str | None] = {"path": None}
+
+
+@app.callback()
+def _options(result_file: Annotated[str | None, typer.Option(
+        help="Also write the JSON result to this file (for callers that cannot read stdout)")] = None) -> None:
+    """paimonflow Spark jobs (each prints one JSON result line)."""
+    _RESULT_FILE["path"] = result_file
+
+
 def _pairs(items: list[str] | None) -> dict[str, str]:
     out = {}
     for item in items or ():
@@ -56,6 +66,9 @@ def job(name: str):
                 print(json.dumps({"job": name, "error": type(exc).__name__, "message": str(exc)}), file=sys.stderr)
                 raise typer.Exit(2) from None
             print(result.to_json())
+            if _RESULT_FILE["path"]:
+                with open(_RESULT_FILE["path"], "w") as out:
+                    out.write(result.to_json())
 
         return app.command(name)(run)
 

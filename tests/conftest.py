@@ -9,6 +9,19 @@ import pytest
 
 from tests.s3server import S3TestServer
 
+# -- Spark: one local[2] session for the whole run (starting Spark costs ~10 s) --------------------
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    from paimonflow.jobs.session import spark_session
+
+    session = spark_session(master="local[2]", app_name="paimonflow-tests",
+                            conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "2"})
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
 # -- S3: moto's server on 127.0.0.1, requests serialized (tests/s3server.py) ---------------------
 
 

@@ -95,3 +95,17 @@ def test_diff_of_a_partitioned_table_with_not_null_partition_keys(tmp_path):
     got = t.read_changes(1, 2, mode="diff")
     assert sorted(zip(got.column("rowkind").to_pylist(), got.column("id").to_pylist(), strict=True)) == [
         ("+I", 7), ("+U", 1), ("-U", 1)]
+
+
+def test_diff_from_the_empty_table(tmp_path):
+    from paimonflow.core import Catalog
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    c = Catalog(str(tmp_path / "wh"))
+    c.create_database("db")
+    t = c.create_table("db.p", schema, primary_keys=["id"], options={"bucket": "1"})
+    t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=schema))
+    t.write(pa.table({"id": [2], "v": ["B"]}, schema=schema))
+    got = t.read_changes(0, 2, mode="diff")
+    assert sorted(zip(got.column("rowkind").to_pylist(), got.column("v").to_pylist(), strict=True)) == [
+        ("+I", "B"), ("+I", "a")]

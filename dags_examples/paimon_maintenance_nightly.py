@@ -1,0 +1,39 @@
+"""Nightly maintenance of ``shop.orders``: compact, expire snapshots, tag the day, expire tags,
+remove orphan files. Each step is idempotent, so a rerun of a night (or a retry) is harmless."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from paimonflow.operators.paimon import (
+    PaimonCompactOperator,
+    PaimonCreateTagOperator,
+    PaimonExpireSnapshotsOperator,
+    PaimonExpireTagsOperator,
+    PaimonRemoveOrphanFilesOperator,
+    table_asset,
+)
+
+WAREHOUSE = os.environ.get("PAIMONFLOW_WAREHOUSE", os.path.abspath("demo-warehouse"))
+TABLE = "shop.orders"
+ENGINE = os.environ.get("PAIMONFLOW_ENGINE", "spark")
+ORPHAN_AGE = os.environ.get("PAIMONFLOW_ORPHAN_AGE", "1 d")
+
+with DAG(
+    dag_id="paimon_maintenance_nightly",
+    schedule="0 2 * * *",
+    start_date=datetime(2026, 11, 21),
+    catchup=False,
+    tags=["paimonflow"],
+):
+    common = {"table": TABLE, "warehouse": WAREHOUSE, "engine": ENGINE}
+    compact = PaimonCompactOperator(task_id="compact", full=True, outlets=[table_asset(WAREHOUSE, TABLE)], **common)
+    expire = PaimonExpireSnapshotsOperator(task_id="expire_snapshots", **common)
+    tag = PaimonCreateTagOperator(task_id="tag_the_day", name="{{ logical_date.strftime('%Y-%m-%d') }}",
+                                  time_retained="30 d", **common)
+    expire_tags = PaimonExpireTagsOperator(task_id="expire_tags", **common)
+    orphans = PaimonRemoveOrphanFilesOperator(task_id="remove_orphan_files", older_than=ORPHAN_AGE, **common)
+    compact >> tag >> expire >> expire_tags >> orphans

@@ -1,0 +1,123 @@
+"""The Airflow hook: a ``paimon`` connection opens catalogs and tables and runs paimonflow jobs.
+
+Connection (type ``paimon``):
+
+* **host**: the warehouse URI (``/data/warehouse``, ``file:///data/warehouse``, ``s3://lake/wh``);
+* **login** / **password**: the S3 access key and secret key (optional);
+* **extra**: more storage options, e.g. ``{"s3.endpoint": "http://minio:9000", "s3.region": "eu-west-1"}``,
+  and ``"engine"`` (default engine of the operators: ``spark``, ``core`` or ``spark-submit``),
+  ``"spark_conn_id"`` (the Spark connection ``spark-submit`` uses).
+
+Secrets (password, ``s3.secret-key``, ``s3.session-token``) are registered with Airflow's secrets
+masker as soon as they are read, so they never show in task logs, rendered templates or XCom.
+Without a connection, an explicit ``warehouse=`` (or ``PAIMONFLOW_WAREHOUSE``) is the embedded
+default: a local warehouse, no credentials.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from airflow.sdk import BaseHook
+
+from paimonflow.core import Catalog
+from paimonflow.core.errors import InvalidArgumentError
+from paimonflow.jobs.location import STORAGE_PREFIXES, TableLocation
+
+SECRET_KEYS = ("s3.secret-key", "s3.session-token", "fs.s3.secret-key")
+ENGINES = ("spark", "core", "spark-submit")
+
+
+def _mask(value: str | None) -> None:
+    if value:
+        from airflow.sdk.log import mask_secret
+
+        mask_secret(value)
+
+
+class PaimonHook(BaseHook):
+    conn_name_attr = "paimon_conn_id"
+    default_conn_name = "paimon_default"
+    conn_type = "paimon"
+    hook_name = "Apache Paimon (paimonflow)"
+
+    def __init__(self, paimon_conn_id: str | None = default_conn_name, *, warehouse: str | None = None,
+                 storage_options: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.paimon_conn_id = paimon_conn_id
+        self._warehouse, self._storage = warehouse, dict(storage_options or {})
+        self._loaded: tuple[str, dict[str, str], dict[str, Any]] | None = None
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        return {
+            "hidden_fields": ["schema", "port"],
+            "relabeling": {"host": "Warehouse URI", "login": "S3 access key", "password": "S3 secret key"},
+            "placeholders": {"host": "s3://lake/warehouse or /data/warehouse",
+                             "extra": '{"s3.endpoint": "http://minio:9000", "s3.region": "eu-west-1", '
+                                      '"engine": "spark"}'},
+        }
+
+    def _load(self) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """(warehouse, storage options, other extras) from the connection or the explicit values."""
+        if self._loaded is not None:
+            return self._loaded
+        extras: dict[str, Any] = {}
+        storage = dict(self._storage)
+        warehouse = self._warehouse
+        if warehouse is None and self.paimon_conn_id:
+            conn = self.get_connection(self.paimon_conn_id)
+            extra = dict(conn.extra_dejson or {})
+            warehouse = conn.host or extra.pop("warehouse", None)
+            if conn.schema and warehouse and "://" not in warehouse:  # an URI split by Airflow's parser
+                warehouse = f"{conn.schema}://{warehouse}"
+            for key, value in extra.items():
+                (storage if key.lower().startswith(STORAGE_PREFIXES) else extras)[key] = value
+            if conn.login:
+                storage.setdefault("s3.access-key", conn.login)
+            if conn.password:
+                storage.setdefault("s3.secret-key", conn.password)
+        warehouse = warehouse or os.environ.get("PAIMONFLOW_WAREHOUSE")
+        if not warehouse:
+            raise InvalidArgumentError("no warehouse: give the paimon connection a host, or pass warehouse=")
+        for key in SECRET_KEYS:
+            _mask(storage.get(key))
+        self._loaded = (warehouse, storage, extras)
+        return self._loaded
+
+    @property
+    def warehouse(self) -> str:
+        return self._load()[0]
+
+    @property
+    def default_engine(self) -> str:
+        return str(self._load()[2].get("engine", "spark"))
+
+    @property
+    def spark_conn_id(self) -> str:
+        return str(self._load()[2].get("spark_conn_id", "spark_default"))
+
+    def get_conn(self) -> Catalog:
+        warehouse, storage, _ = self._load()
+        return Catalog(warehouse, storage_options=storage or None)
+
+    catalog = get_conn
+
+    def get_table(self, identifier: str):
+        return self.get_conn().get_table(identifier)
+
+    def location(self, identifier: str) -> TableLocation:
+        warehouse, storage, _ = self._load()
+        return TableLocation(warehouse, identifier, storage)
+
+    def test_connection(self) -> tuple[bool, str]:
+        try:
+            catalog = self.get_conn()
+            return True, f"warehouse {catalog.warehouse}: {len(catalog.list_databases())} database(s)"
+        except Exception as exc:  # shown in the UI's Test button
+            return False, f"{type(exc).__name__}: {exc}"
+
+
+__all__ = ["ENGINES", "PaimonHook"]
