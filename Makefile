@@ -12,7 +12,10 @@ venv: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,s3,spark]'
+	$(PY) -m pip install --quiet -e '.[test,s3,spark,airflow,dagster]'
+	# The Airflow Spark provider hard-requires pyspark-client, which overwrites pyspark's own files:
+	# install it without dependencies (docs/airflow.md).
+	$(PY) -m pip install --quiet --no-deps 'apache-airflow-providers-apache-spark==6.3.4'
 	rm -f $(VENV)/.installed-*; touch $@
 
 # pypaimon (the interop peer) pins pyarrow<20 and fsspec<2026: it gets an environment of its own.

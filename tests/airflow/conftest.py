@@ -4,6 +4,7 @@ and one warehouse the DAGs read from ``PAIMONFLOW_WAREHOUSE``. Set before Airflo
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+FAKE_SECRET = "fake-secret-8f3a1c9e77d2"
+FAKE_TOKEN = "fake-session-token-5b7e"
 HOME = Path(tempfile.mkdtemp(prefix="paimonflow-airflow-"))
 DAGS = HOME / "dags"
 WAREHOUSE = HOME / "warehouse"
@@ -29,6 +32,10 @@ os.environ.update({
     "PAIMONFLOW_WAREHOUSE": str(WAREHOUSE),
     "PAIMONFLOW_LANDING": str(LANDING),
     "PAIMONFLOW_ORPHAN_AGE": "0 ms",
+    # a connection holding fake secrets: they must never reach logs, XCom or rendered templates
+    "AIRFLOW_CONN_PAIMON_SECRET": json.dumps({
+        "conn_type": "paimon", "host": str(WAREHOUSE), "login": "AKIAFAKEACCESSKEY",
+        "password": FAKE_SECRET, "extra": {"s3.session-token": FAKE_TOKEN, "s3.region": "eu-west-1"}}),
 })
 
 

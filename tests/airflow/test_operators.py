@@ -1,0 +1,180 @@
+"""Operators, sensor, triggers, provider and plugin with real Airflow (dag.test() on SQLite)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from paimonflow.core import Catalog
+
+from .conftest import FAKE_SECRET, FAKE_TOKEN, LANDING, WAREHOUSE, load_dag
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+
+
+def table(name: str, **options):
+    catalog = Catalog(str(WAREHOUSE))
+    catalog.create_database("lab", ignore_if_exists=True)
+    return catalog.create_table(f"lab.{name}", SCHEMA, primary_keys=["id"],
+                                options={"bucket": "2", **options}, ignore_if_exists=True)
+
+
+def land(folder: str, ids, v: str) -> None:
+    path = LANDING / "lab" / folder
+    path.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": list(ids), "v": [v] * len(ids)}, schema=SCHEMA), path / "part-0.parquet")
+
+
+def xcoms(run) -> dict:
+    return {ti.task_id: ti.xcom_pull(task_ids=ti.task_id) for ti in run.get_task_instances()}
+
+
+@pytest.mark.slow
+def test_every_operator_in_one_dag_run(airflow_db):
+    table("t")
+    land("1", range(5), "first")
+    land("2", range(3, 8), "second")
+    run = load_dag("paimon_test_operators").test(logical_date=datetime(2026, 11, 20, tzinfo=UTC))
+    results = xcoms(run)
+    assert str(run.state) == "success", {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    t = Catalog(str(WAREHOUSE)).get_table("lab.t")
+    assert results["write_1"]["snapshot_id"] == 1 and results["tag"]["snapshot_id"] == 1
+    assert results["compact"]["snapshot_id"] == 3 and results["analyze"]["statistics_file"]
+    assert results["branch"]["table"] == "lab.t$branch_fix"
+    assert results["changes"]["rows"] == 5  # the delta of snapshot 2
+    assert results["expire_plan"]["dry_run"] and results["expire_plan"]["snapshot_ids"]
+    assert results["rollback"]["snapshot_id"] == 1 and results["fast_forward"]["copied_snapshots"] == [1]
+    assert "after-first" not in t.tags.list()
+    # after rolling back to the tag (and fast-forwarding to the branch made from it), main holds the first write
+    assert sorted((r["id"], r["v"]) for r in t.read().to_pylist()) == [(i, "first") for i in range(5)]
+    users = {s.commit_user for s in t.snapshot_manager.snapshots()}
+    assert users == {"airflow.paimon_test_operators.write_1.20261120T000000"}
+
+
+@pytest.mark.slow
+def test_a_fake_secret_never_reaches_logs_xcom_or_templates(airflow_db, capfd, caplog):
+    t = table("s")
+    t.write(pa.table({"id": [1], "v": ["x"]}, schema=SCHEMA))
+    run = load_dag("paimon_test_secret").test(logical_date=datetime(2026, 11, 20, tzinfo=UTC))
+    assert str(run.state) == "success"
+    out, err = capfd.readouterr()
+    seen = out + err + caplog.text + json.dumps(xcoms(run), default=str)
+    for ti in run.get_task_instances():
+        from airflow.models.renderedtifields import RenderedTaskInstanceFields
+
+        seen += json.dumps(RenderedTaskInstanceFields.get_templated_fields(ti) or {}, default=str)
+    assert "analyze_with_secret" in seen  # the logs were captured at all
+    assert FAKE_SECRET not in seen and FAKE_TOKEN not in seen
+
+
+def test_hook_reads_the_connection_and_masks_secrets():
+    from airflow.sdk.log import mask_secret  # noqa: F401  (the masker the hook feeds)
+
+    from paimonflow.operators.hook import PaimonHook
+
+    hook = PaimonHook("paimon_secret")
+    location = hook.location("lab.s")
+    assert location.warehouse == str(WAREHOUSE)
+    assert location.storage_options["s3.secret-key"] == FAKE_SECRET
+    assert FAKE_SECRET not in repr(location) and FAKE_SECRET not in repr(hook.get_conn())
+    assert hook.test_connection()[0]
+
+
+def test_trigger_serializes_round_trips_and_fires(airflow_db):
+    from paimonflow.sensors.snapshot import PaimonSnapshotTrigger
+
+    t = table("trig")
+    t.write(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
+    from paimonflow.core.watch import Observation
+
+    cursor = Observation.of(t.latest_snapshot()).to_dict()
+    trigger = PaimonSnapshotTrigger(table="lab.trig", warehouse=str(WAREHOUSE), last_observation=cursor,
+                                    poll_interval=0.2)
+    path, kwargs = trigger.serialize()
+    assert path == "paimonflow.sensors.snapshot.PaimonSnapshotTrigger"
+    again = PaimonSnapshotTrigger(**json.loads(json.dumps(kwargs)))
+    assert again.serialize() == (path, kwargs)
+
+    async def first_event():
+        agen = again.run()
+        return await asyncio.wait_for(agen.__anext__(), timeout=30)
+
+    threading.Timer(1.0, lambda: t.write(pa.table({"id": [2], "v": ["b"]}, schema=SCHEMA))).start()
+    event = asyncio.run(first_event())
+    assert event.payload["status"] == "success"
+    assert (event.payload["payload"]["start_snapshot"], event.payload["payload"]["end_snapshot"]) == (1, 2)
+
+    # a rollback past the observation is an error event, not a silent restart
+    t.rollback(snapshot_id=1)
+    t.write(pa.table({"id": [3], "v": ["c"]}, schema=SCHEMA))  # reuses id 2 with another identity
+    late = PaimonSnapshotTrigger(table="lab.trig", warehouse=str(WAREHOUSE),
+                                 last_observation=event.payload["payload"]["cursor"], poll_interval=0.2)
+    error = asyncio.run(asyncio.wait_for(late.run().__anext__(), timeout=30))
+    assert error.payload["status"] == "error" and "rolled back" in error.payload["message"]
+
+
+@pytest.mark.slow
+def test_deferrable_sensor_defers_and_resumes(airflow_db):
+    t = table("d")
+    t.write(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
+    from paimonflow.core.watch import Observation
+
+    cursor = json.dumps(Observation.of(t.latest_snapshot()).to_dict())
+    threading.Timer(4.0, lambda: t.write(pa.table({"id": [2], "v": ["b"]}, schema=SCHEMA))).start()
+    started = time.monotonic()
+    run = load_dag("paimon_test_deferral").test(logical_date=datetime(2026, 11, 20, tzinfo=UTC),
+                                                run_conf={"cursor": cursor})
+    assert str(run.state) == "success"
+    payload = xcoms(run)["wait"]
+    assert (payload["start_snapshot"], payload["end_snapshot"]) == (1, 2)
+    assert time.monotonic() - started >= 3  # it waited (deferred) for the commit
+
+
+def test_provider_and_plugin_are_registered():
+    from airflow.providers_manager import ProvidersManager
+    from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
+
+    assert "paimonflow" in ProvidersManager().providers
+    hooks = ProvidersManagerTaskRuntime().hooks
+    assert "paimon" in hooks and hooks["paimon"].hook_class_name.endswith("PaimonHook")
+    from airflow import plugins_manager
+
+    info = {p["name"]: p for p in plugins_manager.get_plugin_info()}
+    assert "paimonflow" in info
+    apps, _ = plugins_manager.get_fastapi_plugins()
+    assert any(app["url_prefix"] == "/paimonflow" for app in apps)
+
+
+def test_macros_and_the_health_page():
+    from fastapi.testclient import TestClient
+
+    from paimonflow.plugins.airflow_plugin import (
+        create_app,
+        latest_snapshot_id,
+        table_options,
+        tag_snapshot_id,
+    )
+
+    t = table("h", **{"target-file-size": "1 mb"})
+    for i in range(3):
+        t.write(pa.table({"id": [i, i + 10], "v": ["x", "y"]}, schema=SCHEMA))
+    t.tags.create("v1", snapshot_id=2)
+    t.consumer_manager.record("reader", 3)
+    assert latest_snapshot_id("lab.h", warehouse=str(WAREHOUSE)) == t.snapshot_manager.latest_id()
+    assert tag_snapshot_id("lab.h", "v1", warehouse=str(WAREHOUSE)) == 2
+    assert table_options("lab.h", warehouse=str(WAREHOUSE))["target-file-size"] == "1 mb"
+    client = TestClient(create_app())
+    page = client.get("/health/lab.h", params={"warehouse": str(WAREHOUSE)})
+    assert page.status_code == 200
+    body = page.text
+    assert "<svg" in body and "snapshot timeline" in body and "files per bucket and level" in body
+    assert ">v1<" in body and ">reader<" in body and "small file(s)" in body
+    assert client.get("/health/lab.nope", params={"warehouse": str(WAREHOUSE)}).status_code == 404
+    assert "lab.h" in client.get("/tables", params={"warehouse": str(WAREHOUSE)}).text
