@@ -309,6 +309,26 @@ def expire_tags(identifier: Identifier, warehouse: Warehouse, older_than: Annota
     _report({"expired": names, "dry_run": dry_run})
 
 
+@command("auto-tag")
+def auto_tag(identifier: Identifier, warehouse: Warehouse) -> None:
+    """Create the automatic tags due now (tag.automatic-creation) and trim by tag.num-retained-max."""
+    with _busy("creating automatic tags"):
+        result = _catalog(warehouse).get_table(identifier).run_auto_tag()
+    if _OUTPUT["json"]:
+        console.print_json(json.dumps(result.to_dict()))
+        return
+    view = RichTable(title=f"{identifier}: automatic tags")
+    for column in ("action", "tag", "snapshot"):
+        view.add_column(column)
+    for name, snapshot_id in result.created:
+        view.add_row("created", name, str(snapshot_id))
+    for name, snapshot_id in result.deleted:
+        view.add_row("deleted", name, str(snapshot_id))
+    console.print(view)
+    console.print(f"{len(result.created)} created, {len(result.deleted)} deleted, "
+                  f"{result.freed_files} file(s) freed")
+
+
 @command("rollback")
 def rollback_(identifier: Identifier, warehouse: Warehouse,
               snapshot: Annotated[int | None, typer.Option()] = None,

@@ -86,12 +86,14 @@ class TableCommit:
 
     def __init__(self, *, file_io, table_path: str, schema: TableSchema, options: CoreOptions,
                  snapshot_manager: SnapshotManager, manifest_io: ManifestIO, commit_user: str,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 after_commit: Callable[[CommitResult], object] | None = None) -> None:
         self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
         self._snapshots, self._manifests = snapshot_manager, manifest_io
         self._index = IndexManifest(file_io, manifest_io.manifest_dir, compression=options.manifest_compression)
         self.commit_user = commit_user
         self._clock = clock
+        self._after_commit = after_commit
         arrow_schema = schema.arrow_schema()
         self._partition_types = [arrow_schema.field(k).type for k in schema.partition_keys]
         self._key_types = [arrow_schema.field(k).type for k in schema.trimmed_primary_keys]
@@ -122,7 +124,27 @@ class TableCommit:
         one), nothing is written and the existing snapshot is reported. Raises
         CommitConflictError (nothing committed; replan), CommitRetriesExhaustedError, or
         CommitOutcomeUnknownError (may have landed; retry with the same identity, never clean up).
+
+        A commit that created a snapshot then runs the ``after_commit`` callback given to the
+        committer (the table's maintenance, :mod:`paimonflow.core.maintain`). The snapshot is
+        published by then, so a failing callback never fails the commit: it is logged as a
+        warning and reported in ``CommitResult.notes``.
         """
+        result = self._commit(messages, commit_identifier=commit_identifier, overwrite=overwrite,
+                              properties=properties, kind=kind, _follow_up=_follow_up)
+        if self._after_commit is None or _follow_up or result.snapshot_id is None or result.already_committed:
+            return result
+        try:
+            self._after_commit(result)
+        except Exception as exc:
+            _log.warning("commit %s: snapshot %s committed, but the maintenance after it failed: %s",
+                         commit_identifier, result.snapshot_id, exc, exc_info=True)
+            note = f"maintenance after commit failed: {type(exc).__name__}: {exc}"
+            return dataclasses.replace(result, notes=(*result.notes, note))
+        return result
+
+    def _commit(self, messages: Sequence[CommitMessage], *, commit_identifier: int, overwrite: OverwriteSpec | None,
+                properties: Mapping[str, str] | None, kind: CommitKind | None, _follow_up: bool) -> CommitResult:
         existing = None if _follow_up else self.already_committed(commit_identifier)
         if existing is not None:
             return CommitResult(snapshot_id=existing.id, commit_kind=existing.commit_kind,
@@ -221,12 +243,13 @@ class TableCommit:
                                   changelog_files=m.compact_changelog, new_index_files=m.compact_index_added,
                                   deleted_index_files=m.compact_index_deleted)
                     for m in messages if m.has_compaction]
-        first = self.commit(appends, commit_identifier=identifier, properties=properties)
+        first = self._commit(appends, commit_identifier=identifier, overwrite=None, properties=properties,
+                             kind=None, _follow_up=False)
         if first.already_committed:
             return first
         try:
-            second = self.commit(compacts, commit_identifier=identifier, properties=properties,
-                                 kind=CommitKind.COMPACT, _follow_up=True)
+            second = self._commit(compacts, commit_identifier=identifier, overwrite=None, properties=properties,
+                                  kind=CommitKind.COMPACT, _follow_up=True)
         except CommitOutcomeUnknownError:
             raise  # the COMPACT snapshot may have landed: keep every file
         except (CommitConflictError, CommitRetriesExhaustedError) as exc:

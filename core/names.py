@@ -24,8 +24,10 @@ def validate_name(kind: str, name: object) -> str:
 
     Rules: a non-empty string of at most 200 UTF-8 bytes; letters, digits, ``_ - . @ + ~`` only
     (so no ``/``, ``\\``, ``:``, ``$``, whitespace or control characters); not ``.`` or ``..`` and
-    not starting with ``.`` (Paimon's temp and hidden files); no NUL. Column names only need to be
-    non-empty printable text (Paimon allows spaces there; they never become paths).
+    not starting with ``.`` (Paimon's temp and hidden files); no NUL. Tag names may also hold single
+    spaces between other characters, as Paimon's hourly automatic tags (``2026-11-21 08``) do.
+    Column names only need to be non-empty printable text (Paimon allows spaces there; they never
+    become paths).
     """
     if kind not in NAME_KINDS:
         raise ValueError(f"unknown name kind {kind!r}")
@@ -43,7 +45,12 @@ def validate_name(kind: str, name: object) -> str:
         return name
     if name in (".", "..") or name.startswith("."):
         raise InvalidNameError(kind, name, "must not start with '.'")
-    if not _ALLOWED.match(name):
+    checked = name
+    if kind == "tag":  # Paimon's hourly automatic tags are named like "2026-11-21 08"
+        if name != name.strip(" ") or "  " in name:
+            raise InvalidNameError(kind, name, "a space may only separate two non-space characters")
+        checked = name.replace(" ", "_")
+    if not _ALLOWED.match(checked):
         bad = sorted({ch for ch in name if not _ALLOWED.match(ch)})
         raise InvalidNameError(kind, name, f"contains characters that are not allowed: {''.join(bad)!r}")
     if kind in ("database", "table") and "." in name:

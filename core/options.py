@@ -12,10 +12,13 @@ import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, timedelta, timezone, tzinfo
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import InvalidOptionError, UnsupportedError
+from .names import validate_name
 
 T = TypeVar("T")
 
@@ -102,6 +105,41 @@ def _choice(*values: str) -> Callable[[str], str]:
 
 def _text(text: str) -> str:
     return text
+
+
+def _positive_duration(text: str) -> int:
+    value = parse_duration_millis(text)
+    if value <= 0:
+        raise ValueError("must be a positive duration")
+    return value
+
+
+_ZONE_OFFSET = re.compile(r"^(?:GMT|UTC|UT)?([+-])(\d{1,2})(?::?(\d{2}))?$")
+
+
+def parse_time_zone(text: str) -> tzinfo:
+    """A Java ``ZoneId``: a region (``Asia/Shanghai``), ``UTC``/``Z``, or an offset
+    (``GMT-08:00``, ``UTC+8``, ``+05:30``)."""
+    name = text.strip()
+    if name in ("Z", "UTC", "GMT", "UT"):
+        return UTC
+    m = _ZONE_OFFSET.match(name)
+    if m:
+        hours, minutes = int(m.group(2)), int(m.group(3) or 0)
+        if hours > 18 or minutes > 59:
+            raise ValueError(f"offset out of range in time zone {text!r}")
+        sign = -1 if m.group(1) == "-" else 1
+        return timezone(sign * timedelta(hours=hours, minutes=minutes))
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {text!r}; use a region such as 'Europe/Berlin' or an "
+                         "offset such as 'GMT-08:00'") from None
+
+
+def _time_zone_text(text: str) -> str:
+    parse_time_zone(text)
+    return text.strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +247,38 @@ SNAPSHOT_NUM_RETAINED_MAX = _opt("snapshot.num-retained.max", 2**31 - 1, _ranged
 SNAPSHOT_TIME_RETAINED = _opt("snapshot.time-retained", 3_600_000, parse_duration_millis, "Age before a snapshot may go.")
 SNAPSHOT_EXPIRE_LIMIT = _opt("snapshot.expire.limit", 50, _ranged(1), "Snapshots one expiry run removes at most.")
 
+# Automatic tags and commit-time maintenance (core/auto_tag.py, core/maintain.py).
+TAG_AUTOMATIC_CREATION = _opt("tag.automatic-creation", "none", _choice("none", "process-time", "watermark", "batch"),
+                              "Create tags automatically after commits: by commit time, by watermark, or at the "
+                              "end of each batch write.")
+TAG_CREATION_PERIOD = _opt("tag.creation-period", "daily", _choice("daily", "hourly", "two-hours"),
+                           "How often automatic tags are created.")
+TAG_CREATION_PERIOD_DURATION = _opt("tag.creation-period-duration", None, _positive_duration,
+                                    "A custom period (overrides tag.creation-period; names use yyyyMMddHHmm).")
+TAG_CREATION_DELAY = _opt("tag.creation-delay", 0, parse_duration_millis,
+                          "How long after a period ends its tag waits (for late data); less than one period.")
+TAG_PERIOD_FORMATTER = _opt("tag.period-formatter", "with_dashes",
+                            _choice("with_dashes", "without_dashes", "without_dashes_and_spaces"),
+                            "Names of automatic tags: yyyy-MM-dd [HH], yyyyMMdd [HH] or yyyyMMdd[HH].")
+TAG_NUM_RETAINED_MAX = _opt("tag.num-retained-max", None, _ranged(0),
+                            "Automatic tags kept at most (batch mode: all tags); the oldest go first.")
+TAG_DEFAULT_TIME_RETAINED = _opt("tag.default-time-retained", None, _positive_duration,
+                                 "Time-to-live given to new tags that get none explicitly.")
+TAG_AUTOMATIC_COMPLETION = _opt("tag.automatic-completion", False, parse_bool,
+                                "Create the tags of periods without commits too (one per later snapshot).")
+TAG_TIME_EXPIRE_ENABLED = _opt("tag.time-expire-enabled", True, parse_bool,
+                               "Delete tags whose time-to-live ran out after each commit.")
+TAG_BATCH_CUSTOMIZED_NAME = _opt("tag.batch.customized-name", None, lambda s: validate_name("tag", s),
+                                 "Name of the batch-mode tag (default batch-write-yyyy-MM-dd).")
+SINK_PROCESS_TIME_ZONE = _opt("sink.process-time-zone", None, _time_zone_text,
+                              "Time zone of commit times for automatic tags (default: the local zone).")
+SINK_WATERMARK_TIME_ZONE = _opt("sink.watermark-time-zone", "UTC", _time_zone_text,
+                                "Time zone of watermarks for automatic tags.")
+CONSUMER_EXPIRATION_TIME = _opt("consumer.expiration-time", None, _positive_duration,
+                                "Consumers not updated for this long are removed after commits.")
+PARTITION_EXPIRATION_CHECK_INTERVAL = _opt("partition.expiration-check-interval", 3_600_000, parse_duration_millis,
+                                           "How often (per process) commits check for expired partitions.")
+
 # Keys Paimon defines that this version stores and respects only as plain strings (read paths and
 # later features use them). Setting them is allowed; unknown keys are not.
 _KNOWN_PLAIN_KEYS = frozenset({
@@ -221,11 +291,10 @@ _KNOWN_PLAIN_KEYS = frozenset({
     "write.batch-size", "page-size", "changelog-producer.lookup-wait",
     "changelog.num-retained.min", "changelog.num-retained.max", "changelog.time-retained",
     "snapshot.expire.execution-mode", "snapshot.clean-empty-directories",
-    "tag.automatic-creation", "tag.creation-period", "tag.creation-delay", "tag.period-formatter",
-    "tag.num-retained-max", "tag.default-time-retained", "tag.automatic-completion", "tag.callback.enabled",
-    "partition.expiration-time", "partition.expiration-check-interval", "partition.timestamp-formatter",
+    "tag.callback.enabled",
+    "partition.expiration-time", "partition.timestamp-formatter",
     "partition.timestamp-pattern", "partition.expiration-strategy", "partition.expiration-max-num",
-    "consumer.expiration-time", "consumer.ignore-progress", "consumer-id", "consumer.mode",
+    "consumer.ignore-progress", "consumer-id", "consumer.mode",
     "scan.mode", "scan.snapshot-id", "scan.tag-name", "scan.timestamp-millis", "scan.timestamp", "scan.version",
     "scan.watermark", "scan.file-creation-time-millis", "scan.bounded.watermark", "scan.manifest.parallelism",
     "scan.plan-sort-partition", "scan.split-enumerator.batch-size", "scan.max-splits-per-task",
@@ -245,7 +314,7 @@ _KNOWN_PLAIN_KEYS = frozenset({
     "changelog-file.stats-mode", "metadata.stats-dense-store", "metadata.stats-keep-first-n-columns",
     "file-reader-async-threshold", "record-level.expire-time", "record-level.time-field",
     "bucket-append-ordered", "row-tracking.enabled", "data-evolution.enabled", "primary-key.nullable",
-    "write.sequence-number-init-mode", "overwrite-upgrade", "sink.watermark-time-zone",
+    "write.sequence-number-init-mode", "overwrite-upgrade",
     "write-manifest-cache", "partition.sink-strategy", "ignore-update-before", "merge-engine.ignore-delete",
     "branch", "fallback-branch", "snapshot.watermark-idle-timeout", "table-read.sequence-number.enabled",
     "write.native.enabled", "commit.native.enabled", "read.native.enabled",
@@ -299,6 +368,10 @@ def validate_user_options(options: Mapping[str, object]) -> dict[str, str]:
             raise InvalidOptionError(key, value, f"unknown option{hint}")
         checked[key] = value
     settings_parse(checked)  # typed values must parse
+    if TAG_CREATION_DELAY.key in checked:  # and fit together
+        from .auto_tag import AutoTagSettings
+
+        AutoTagSettings.from_options(checked)
     if "bucket" in checked and int(checked["bucket"]) == 0:
         raise InvalidOptionError("bucket", checked["bucket"], "must be -1 (dynamic/unaware) or a positive count")
     return checked
@@ -314,6 +387,15 @@ def settings_parse(options: Mapping[str, str]) -> dict[str, Any]:
             key = next((k for k in (option.key, *option.fallback_keys) if k in options), option.key)
             raise InvalidOptionError(key, options.get(key), str(exc)) from None
     return parsed
+
+
+def option_value(option: Option[T], options: Mapping[str, str]) -> T:
+    """One typed option of ``options``; raises InvalidOptionError naming the key on a bad value."""
+    try:
+        return option.get(options)
+    except ValueError as exc:
+        key = next((k for k in (option.key, *option.fallback_keys) if k in options), option.key)
+        raise InvalidOptionError(key, options.get(key), str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import cache, cached_property
@@ -187,12 +188,21 @@ class Table:
                               [*self.primary_keys, *self.partition_keys])), snapshot_id=latest.id)
                           if latest is not None else None)
 
-    def new_commit(self, commit_user: str | None = None) -> TableCommit:
-        """A committer for messages of :meth:`new_write` (one per job, on the driver)."""
+    def new_commit(self, commit_user: str | None = None, *, clock: Callable[[], float] | None = None) -> TableCommit:
+        """A committer for messages of :meth:`new_write` (one per job, on the driver).
+
+        Each of its commits that creates a snapshot then runs the table's maintenance (tags,
+        expiry; :mod:`paimonflow.core.maintain`) unless the table is ``write-only``. ``clock``
+        (seconds, default ``time.time``) stamps snapshots and drives that maintenance.
+        """
+        from .maintain import maintain_after_commit
+
         user = validate_name("commit user", commit_user) if commit_user is not None else new_commit_user(
             self.options.commit_user_prefix)
+        now = clock or time.time
         return TableCommit(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
-                           snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io, commit_user=user)
+                           snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io, commit_user=user,
+                           clock=now, after_commit=lambda _: maintain_after_commit(self, clock=now))
 
     def write(self, data, *, overwrite: bool | Mapping[str, object] = False, row_kinds=None,
               commit_user: str | None = None, commit_identifier: int | None = None) -> CommitResult:
@@ -223,7 +233,7 @@ class Table:
                 raise
         before = self.snapshot_manager.latest_id() or 0
         try:
-            return committer.commit(messages, commit_identifier=identifier, overwrite=spec)
+            result = committer.commit(messages, commit_identifier=identifier, overwrite=spec)
         except CommitOutcomeUnknownError:
             raise  # the snapshot may reference these files: never delete them
         except BaseException:
@@ -232,6 +242,9 @@ class Table:
             if not landed:  # known not committed: nothing references them
                 self.manifest_io.delete_data_files(messages)
             raise
+        from .maintain import after_batch_write
+
+        return after_batch_write(self, result)  # tag.automatic-creation=batch
 
     def _overwrite_spec(self, overwrite: bool | Mapping[str, object]) -> OverwriteSpec | None:
         if overwrite is False or overwrite is None:
@@ -271,10 +284,12 @@ class Table:
         Exactly-once with a commit identity, like :meth:`write`.
         """
         from .compactor import full_compaction, minor_compaction
+        from .maintain import forced_maintenance
 
         run = full_compaction if full else minor_compaction
-        return run(self, partitions=partitions, buckets=buckets, commit_user=commit_user,
-                   commit_identifier=commit_identifier)
+        with forced_maintenance():  # a dedicated compaction maintains even write-only tables, as in Paimon
+            return run(self, partitions=partitions, buckets=buckets, commit_user=commit_user,
+                       commit_identifier=commit_identifier)
 
     def expire_snapshots(self, *, retain_min: int | None = None, retain_max: int | None = None,
                          older_than_millis: int | None = None, max_deletes: int | None = None,
@@ -332,6 +347,16 @@ class Table:
         from .tags import Tags
 
         return Tags(self)
+
+    def run_auto_tag(self, *, clock: Callable[[], float] | None = None):
+        """Create the automatic tags that are due now, as commits do (Paimon's
+        ``trigger_tag_automatic_creation``): ``tag.automatic-creation`` ``process-time`` or
+        ``watermark`` tag the periods that ended, ``batch`` (re)creates the batch tag, ``none``
+        does nothing; ``tag.num-retained-max`` is applied. Creates no snapshot; idempotent.
+        Returns an :class:`~paimonflow.core.auto_tag.AutoTagResult`."""
+        from .auto_tag import run_auto_tag
+
+        return run_auto_tag(self, clock=clock or time.time)
 
     def rollback(self, *, snapshot_id: int | None = None, tag: str | None = None,
                  timestamp_millis: int | None = None):

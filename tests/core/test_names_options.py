@@ -14,7 +14,8 @@ from paimonflow.core.options import (
 )
 
 
-@pytest.mark.parametrize("name", ["../x", "..", ".", ".hidden", "a/b", "a\\b", "", "a b", "x\x00y", "tag$1",
+@pytest.mark.parametrize("name", ["../x", "..", ".", ".hidden", "a/b", "a\\b", "", " a", "a ", "a  b", "a\tb",
+                                  "a\u00a0b", "x\x00y", "tag$1",
                                   "a:b", "snapshot/snapshot-9", "x" * 256, "a\nb"])
 @pytest.mark.parametrize("kind", ["tag", "branch", "consumer", "database", "table", "commit user"])
 def test_bad_names_are_refused_with_the_reason(kind, name):
@@ -27,6 +28,13 @@ def test_bad_names_are_refused_with_the_reason(kind, name):
 @pytest.mark.parametrize("name", ["2026-11-21", "daily_2026.11.21", "v1", "user@host", "a+b~c", "Ünïcode"])
 def test_good_tag_names_pass_unchanged(name):
     assert validate_name("tag", name) == name
+
+
+@pytest.mark.parametrize("kind", ["branch", "consumer", "database", "table", "commit user"])
+def test_only_tag_names_may_hold_a_space(kind):
+    with pytest.raises(InvalidNameError):
+        validate_name(kind, "a b")
+    assert validate_name("tag", "2026-11-21 08") == "2026-11-21 08"  # Paimon's hourly automatic tags
 
 
 def test_non_string_names_are_refused():
