@@ -131,7 +131,13 @@ def main(warehouse: str = "demo-warehouse") -> int:
     console.print(f"main fast-forwarded: latest snapshot {catalog.get_table('shop.orders').latest_snapshot().id}")
 
     step("11. The same table from Spark (local[2]): the write job, a compaction job, the data source")
-    spark_demo(root)
+    spark_ready = spark_demo(root)
+
+    step("12. Airflow (dag.test() on a local SQLite database): hourly ingestion, then nightly maintenance")
+    if spark_ready:
+        airflow_demo(root)
+    else:
+        console.print("[yellow]skipped: the DAGs run their jobs on Spark, which needs Java[/yellow]")
 
     step("Done")
     console.print(f"Look at the files under {root}; try:\n"
@@ -150,7 +156,7 @@ def spark_demo(root: Path) -> None:
 
     if not detect_java().usable:
         console.print("[yellow]no Java 17+: skipping the Spark step (make java-check says how to get it)[/yellow]")
-        return
+        return False
     spark = spark_session(app_name="paimonflow-demo")
     spark.sparkContext.setLogLevel("ERROR")
     location = TableLocation(str(root), "shop.orders")
@@ -166,7 +172,45 @@ def spark_demo(root: Path) -> None:
     console.print("spark.read.format('paimonflow'): rows per day")
     for row in frame.groupBy("dt").count().orderBy("dt").collect():
         console.print(f"  {row['dt']}: {row['count']}")
-    spark.stop()
+    return True
+
+
+def airflow_demo(root: Path) -> None:
+    """Run the example ingestion and maintenance DAGs against the demo warehouse."""
+    import os
+    from datetime import UTC, datetime
+
+    import pyarrow.parquet as pq
+
+    home = root / "airflow"
+    landing = root / "landing"
+    hour = datetime(2026, 11, 23, 10, tzinfo=UTC)
+    folder = landing / hour.strftime("%Y-%m-%dT%H")
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": [7001, 7002, 1], "dt": ["2026-11-23", "2026-11-23", "2026-11-21"],
+                             "customer": ["kay", "linus", "ada (late update)"], "amount": [70.0, 71.0, 12.5]}),
+                   folder / "orders.parquet")
+    dags = Path(__file__).resolve().parent
+    os.environ.update({"AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+                       "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                       "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+                       "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+                       "PAIMONFLOW_WAREHOUSE": str(root), "PAIMONFLOW_LANDING": str(landing)})
+    home.mkdir()
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.utils import db
+
+    db.initdb()
+    bag = DagBag(dag_folder=str(dags))
+    for dag_id, logical_date in (("paimon_ingest_hourly", hour), ("paimon_maintenance_nightly", hour)):
+        run = bag.get_dag(dag_id).test(logical_date=logical_date)
+        states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+        console.print(f"DAG [bold]{dag_id}[/bold]: {run.state} {states}")
+    orders = Catalog(str(root)).get_table("shop.orders")
+    show("shop.orders snapshots after the DAGs", orders.system_table("snapshots")
+         .select(["snapshot_id", "commit_kind", "commit_user", "total_record_count"]), limit=20)
+    console.print(f"tags: {sorted(orders.tags.list())}; the incremental read wrote "
+                  f"{landing / 'changes' / hour.strftime('%Y-%m-%dT%H')}; Airflow's database and logs: {home}")
 
 
 if __name__ == "__main__":

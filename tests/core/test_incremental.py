@@ -109,3 +109,17 @@ def test_diff_from_the_empty_table(tmp_path):
     got = t.read_changes(0, 2, mode="diff")
     assert sorted(zip(got.column("rowkind").to_pylist(), got.column("v").to_pylist(), strict=True)) == [
         ("+I", "B"), ("+I", "a")]
+
+
+def test_delta_across_partitions_read_from_different_files(tmp_path):
+    from paimonflow.core import Catalog
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()),
+                        pa.field("dt", pa.string(), nullable=False)])
+    c = Catalog(str(tmp_path / "wh"))
+    c.create_database("db")
+    t = c.create_table("db.p", schema, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "1"})
+    t.write(pa.table({"id": [1], "v": ["a"], "dt": ["x"]}, schema=schema))
+    t.write(pa.table({"id": [2, 3], "v": ["b", "c"], "dt": ["x", "y"]}, schema=schema))
+    got = t.read_changes(0, 2, mode="delta")
+    assert sorted(got.column("id").to_pylist()) == [1, 2, 3]

@@ -1,4 +1,4 @@
-"""``make demo`` end to end (in its own process: it starts and stops its own SparkSession)."""
+"""``make demo`` end to end (in its own process: its own SparkSession and Airflow database)."""
 
 from __future__ import annotations
 
@@ -18,5 +18,9 @@ def test_demo_runs_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "already_committed=True" in proc.stdout and "Done" in proc.stdout
     orders = Catalog(str(warehouse)).get_table("shop.orders")
-    assert orders.read().num_rows == 5004  # 4 rows from the core, 5,000 from the Spark write job
-    assert orders.latest_snapshot().commit_kind.value == "COMPACT"
+    # 4 rows from the core, 5,000 from the Spark write job, 2 new (and 1 updated) from the Airflow DAG
+    assert orders.read().num_rows == 5006
+    assert "DAG paimon_ingest_hourly: success" in proc.stdout
+    assert "DAG paimon_maintenance_nightly: success" in proc.stdout
+    assert orders.latest_snapshot().commit_kind.value == "COMPACT"  # the nightly compaction
+    assert "2026-11-23" in orders.tags.list()
