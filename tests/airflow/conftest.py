@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -32,6 +33,10 @@ os.environ.update({
     "PAIMONFLOW_WAREHOUSE": str(WAREHOUSE),
     "PAIMONFLOW_LANDING": str(LANDING),
     "PAIMONFLOW_ORPHAN_AGE": "0 ms",
+    "AIRFLOW_CONN_SPARK_LOCAL": json.dumps({"conn_type": "spark", "host": "local[1]"}),
+    # spark-submit (the Airflow Spark provider runs it from PATH) and its Python workers
+    "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+    "PYSPARK_PYTHON": sys.executable,
     # a connection holding fake secrets: they must never reach logs, XCom or rendered templates
     "AIRFLOW_CONN_PAIMON_SECRET": json.dumps({
         "conn_type": "paimon", "host": str(WAREHOUSE), "login": "AKIAFAKEACCESSKEY",

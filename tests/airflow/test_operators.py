@@ -178,3 +178,16 @@ def test_macros_and_the_health_page():
     assert ">v1<" in body and ">reader<" in body and "small file(s)" in body
     assert client.get("/health/lab.nope", params={"warehouse": str(WAREHOUSE)}).status_code == 404
     assert "lab.h" in client.get("/tables", params={"warehouse": str(WAREHOUSE)}).text
+
+
+@pytest.mark.slow
+def test_spark_submit_engine_through_the_airflow_spark_provider(airflow_db):
+    t = table("sub")
+    land("sub", range(6), "submitted")
+    run = load_dag("paimon_test_spark_submit").test(logical_date=datetime(2026, 11, 20, tzinfo=UTC))
+    assert str(run.state) == "success"
+    result = xcoms(run)["submitted_write"]
+    assert result["job"] == "write" and result["rows_written"] == 6 and result["snapshot_id"] == 1
+    t = Catalog(str(WAREHOUSE)).get_table("lab.sub")
+    assert t.read().num_rows == 6
+    assert t.latest_snapshot().commit_user == "airflow.paimon_test_spark_submit.submitted_write.20261120T000000"

@@ -57,3 +57,8 @@ with DAG(dag_id="paimon_test_secret", schedule=None, start_date=datetime(2026, 1
 with DAG(dag_id="paimon_test_deferral", schedule=None, start_date=datetime(2026, 11, 1), catchup=False):
     PaimonSnapshotSensor(task_id="wait", table="lab.d", warehouse=WAREHOUSE, deferrable=True, poke_interval=1,
                          last_observation="{{ params.cursor }}", params={"cursor": ""})
+
+with DAG(dag_id="paimon_test_spark_submit", schedule=None, start_date=datetime(2026, 11, 1), catchup=False):
+    PaimonWriteOperator(task_id="submitted_write", table="lab.sub", warehouse=WAREHOUSE, engine="spark-submit",
+                        spark_conn_id="spark_local", path=LANDING + "/lab/sub",
+                        spark_conf={"spark.ui.enabled": "false"})
