@@ -37,9 +37,11 @@ class CompactionResult:
     rows_written: int = 0
     output_level: int | None = None
     already_committed: bool = False
+    notes: tuple[str, ...] = ()  # e.g. maintenance after the commit failed (the compaction is committed)
 
     def to_dict(self) -> dict[str, object]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: list(value) if isinstance(value := getattr(self, name), tuple) else value
+                for name in self.__slots__}
 
 
 def _partition_filter(specs: Sequence[Mapping[str, object]] | None) -> Predicate | None:
@@ -211,7 +213,7 @@ def _commit_compaction(table, committer, messages: list[CommitMessage], identifi
         snapshot_id=result.snapshot_id, buckets=len(messages),
         files_read=len(read), bytes_read=sum(f.file_size for f in read), rows_read=sum(f.row_count for f in read),
         files_written=len(written), bytes_written=sum(f.file_size for f in written),
-        rows_written=sum(f.row_count for f in written), output_level=output_level,
+        rows_written=sum(f.row_count for f in written), output_level=output_level, notes=result.notes,
     )
 
 

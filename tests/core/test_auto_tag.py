@@ -349,6 +349,19 @@ def test_a_failing_maintenance_step_leaves_the_commit_committed_with_a_note(tmp_
     assert t.read().num_rows == 2
 
 
+def test_a_failing_maintenance_after_compaction_is_a_note_too(tmp_path):
+    t = make(tmp_path, {"write-only": "true", "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    t.write(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
+    t.write(pa.table({"id": [2], "v": ["b"]}, schema=SCHEMA))
+    os.makedirs(t.consumer_manager.directory, exist_ok=True)
+    with open(os.path.join(t.consumer_manager.directory, "consumer-broken"), "w") as f:
+        f.write("{")
+    result = t.compact()
+    assert result.snapshot_id == 3 == t.snapshot_manager.latest_id()
+    assert len(result.notes) == 1 and "CorruptMetadataError" in result.notes[0]
+    assert result.to_dict()["notes"] == list(result.notes)
+
+
 def test_commit_without_a_snapshot_runs_no_maintenance(tmp_path):
     t = make(tmp_path, {**PROCESS_UTC})
     result = t.new_commit(clock=lambda: utc(2024, 1, 2)).commit([])
