@@ -194,6 +194,15 @@ def expire_tags_(warehouse: Warehouse, table: TableName,
                        older_than_millis=_millis(older_than), dry_run=dry_run)
 
 
+@job("auto-tag")
+def auto_tag_(warehouse: Warehouse, table: TableName, master: Master = None, conf: Conf = None,
+              storage_option: Storage = None):
+    """Create the automatic tags that are due (tag.automatic-creation), trimming old ones."""
+    from .maintenance import auto_tag
+
+    return auto_tag(_spark(master, conf), _location(warehouse, table, storage_option))
+
+
 @job("rollback")
 def rollback_(warehouse: Warehouse, table: TableName, snapshot: int | None = None, tag: str | None = None,
               timestamp_millis: int | None = None, master: Master = None, conf: Conf = None,

@@ -69,6 +69,15 @@ def expire_tags(spark, location: TableLocation, *, older_than_millis: int | None
     return _result("expire-tags", location, watch, expired=names, dry_run=dry_run)
 
 
+def auto_tag(spark, location: TableLocation) -> JobResult:
+    """Create the automatic tags that are due (``tag.automatic-creation``), and trim by
+    ``tag.num-retained-max``; commits nothing."""
+    watch = Stopwatch()
+    table = location.open()
+    done = table.run_auto_tag()
+    return _result("auto-tag", location, watch, table.snapshot_manager.latest_id(), **done.to_dict())
+
+
 def rollback(spark, location: TableLocation, *, snapshot_id: int | None = None, tag: str | None = None,
              timestamp_millis: int | None = None) -> JobResult:
     watch = Stopwatch()

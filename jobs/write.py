@@ -149,13 +149,17 @@ def write(spark, location: TableLocation, source: WriteSource | object, *, mode:
     except BaseException:
         table.manifest_io.delete_data_files(messages)
         raise
+    from paimonflow.core.maintain import after_batch_write
+
+    result = after_batch_write(table, result)  # tag.automatic-creation=batch, as Paimon's Spark writes do
     files = [f for m in messages for f in m.new_files]
     return JobResult(job="write", table=location.identifier, snapshot_id=result.snapshot_id,
                      duration_s=watch.elapsed,
                      metrics={"rows_written": sum(f.row_count for f in files), "files_written": len(files),
                               "bytes_written": sum(f.file_size for f in files), "tasks": len(payloads),
                               "buckets": len({(m.partition, m.bucket) for m in messages}),
-                              "compacted_files": sum(len(m.compact_before) for m in messages)})
+                              "compacted_files": sum(len(m.compact_before) for m in messages),
+                              "notes": list(result.notes)})
 
 
 def partition_spec(text: str | None) -> dict[str, str] | None:

@@ -207,3 +207,27 @@ def test_spark_submit_runs_a_job(wh, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["job"] == "write" and result["rows_written"] == 12 and result["snapshot_id"] == 1
+
+
+def test_auto_tag_job_and_batch_tags_after_the_write_job(spark, tmp_path):
+    c = Catalog(str(tmp_path / "wh4"))
+    c.create_database("db")
+    c.create_table("db.b", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                   options={"bucket": "1", "tag.automatic-creation": "batch"})
+    c.create_table("db.p", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                   options={"bucket": "1", "tag.automatic-creation": "process-time",
+                            "tag.creation-period": "daily"})
+    job("write", "-w", c.warehouse, "-t", "db.b", "--path", source(tmp_path, "b", [1, 2], "x"))
+    tags = c.get_table("db.b").tags.list()
+    assert len(tags) == 1 and next(iter(tags)).startswith("batch-write-")
+    job("write", "-w", c.warehouse, "-t", "db.p", "--path", source(tmp_path, "p", [1], "x"))
+    # the commit's maintenance already tagged the day before the first snapshot (Paimon's rule) ...
+    from datetime import datetime, timedelta
+
+    committed = datetime.fromtimestamp(c.get_table("db.p").latest_snapshot().time_millis / 1000)
+    yesterday = (committed - timedelta(days=1)).strftime("%Y-%m-%d")
+    assert set(c.get_table("db.p").tags.list()) == {yesterday}
+    # ... so the on-demand job finds nothing due, and deleting the tag makes it due again
+    assert job("auto-tag", "-w", c.warehouse, "-t", "db.p")["created"] == []
+    c.get_table("db.p").tags.delete(yesterday)
+    assert job("auto-tag", "-w", c.warehouse, "-t", "db.p")["created"] == [{"tag": yesterday, "snapshot_id": 1}]
