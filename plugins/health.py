@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 KIND_COLOURS = {"APPEND": "#4e79a7", "COMPACT": "#59a14f", "OVERWRITE": "#e15759", "ANALYZE": "#b07aa1"}
-SMALL_FILE_FRACTION = 0.1  # a data file under 10% of target-file-size counts as small
+SMALL_FILE_FRACTION = 0.1  # a data file under 10% of target-file-size, in a bucket with others, is small
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,8 @@ def table_health(table) -> Health:
                 sizes[(partition, split.bucket, f.level)] += f.file_size
                 total += 1
                 total_bytes += f.file_size
-                small += f.file_size < threshold
+                # small and mergeable: a bucket's only file is as compact as it can be
+                small += len(split.files) > 1 and f.file_size < threshold
     compactions = [s for s in snapshots if s.commit_kind.value == "COMPACT"]
     return Health(
         table=table.identifier, snapshots=rows,

@@ -1,0 +1,176 @@
+"""The Dagster suite with real Spark (local), a real warehouse and real materializations."""
+
+# No ``from __future__ import annotations``: Dagster reads annotations at runtime.
+
+import json
+import os
+import subprocess
+import sys
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from paimonflow.core import Catalog
+
+from .conftest import LANDING, WAREHOUSE
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                    ("amount", pa.float64())])
+HOUR = "2026-11-21-10:00"
+
+
+@pytest.fixture(scope="module")
+def defs_module():
+    catalog = Catalog(str(WAREHOUSE))
+    catalog.create_database("shop", ignore_if_exists=True)
+    catalog.create_table("shop.orders", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={"bucket": "2"}, ignore_if_exists=True)
+    catalog.create_table("shop.daily_sales", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={"bucket": "1"}, ignore_if_exists=True)
+    import paimonflow.dags_examples.dagster_definitions as module
+
+    return module
+
+
+def land(folder: str, ids, dt: str, amount: float) -> None:
+    path = LANDING / folder
+    path.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": list(ids), "dt": [dt] * len(ids), "amount": [amount] * len(ids)}, schema=SCHEMA),
+                   path / "part.parquet")
+
+
+def orders():
+    return Catalog(str(WAREHOUSE)).get_table("shop.orders")
+
+
+def test_definitions_validate_with_the_dagster_cli():
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "dagster"), "definitions", "validate",
+                           "-m", "paimonflow.dags_examples.dagster_definitions"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "passed validation" in (proc.stdout + proc.stderr)
+
+
+@pytest.mark.slow
+def test_write_asset_materializes_and_a_reexecution_commits_nothing(spark, defs_module, tmp_path):
+    land(HOUR, range(8), "2026-11-21", 1.0)
+    job = dg.reconstructable(defs_module.write_orders_job)
+    (tmp_path / "dagster-home").mkdir()
+    with dg.DagsterInstance.local_temp(str(tmp_path / "dagster-home")) as instance:
+        with dg.execute_job(job, instance, tags={"dagster/partition": HOUR}) as first:
+            assert first.success
+            meta = first.asset_materializations_for_node("paimon__shop__orders")[0].metadata
+            assert meta["rows_written"].value == 8 and meta["snapshot_id"].value == 1
+            run_id = first.run_id
+        assert orders().read().num_rows == 8
+        # Dagster's re-execution of that run (a new run, same root run, same partition)
+        options = dg.ReexecutionOptions(parent_run_id=run_id)
+        with dg.execute_job(job, instance, reexecution_options=options, tags={"dagster/partition": HOUR}) as again:
+            assert again.success and again.run_id != run_id
+            assert instance.get_run_by_id(again.run_id).root_run_id == run_id
+    t = orders()
+    assert run_id in t.latest_snapshot().commit_user
+    assert t.snapshot_manager.latest_id() == 1 and t.read().num_rows == 8  # nothing committed twice
+
+
+@pytest.mark.slow
+def test_sensor_requests_one_run_per_new_range(defs_module):
+    from paimonflow.operators.dagster_resources import PaimonResource
+
+    sensor = defs_module.orders_sensor
+    resources = {"paimon": PaimonResource(warehouse=str(WAREHOUSE))}
+    t = orders()
+    if t.latest_snapshot() is None:
+        t.write(pa.table({"id": [1], "dt": ["2026-11-21"], "amount": [1.0]}, schema=SCHEMA))
+    context = dg.build_sensor_context(cursor=None, resources=resources)
+    first = sensor.evaluate_tick(context)
+    assert len(first.run_requests) == 1
+    request = first.run_requests[0]
+    latest = orders().snapshot_manager.latest_id()
+    assert request.tags["paimon/end_snapshot"] == str(latest)
+    assert request.run_config["ops"]["read_order_changes_op"]["config"]["end_snapshot"] == latest
+    context = dg.build_sensor_context(cursor=first.cursor, resources=resources)
+    assert sensor.evaluate_tick(context).run_requests == []  # nothing new
+    for i in range(2):
+        orders().write(pa.table({"id": [200 + i], "dt": ["2026-11-21"], "amount": [2.0]}, schema=SCHEMA))
+    context = dg.build_sensor_context(cursor=first.cursor, resources=resources)
+    tick = sensor.evaluate_tick(context)
+    assert len(tick.run_requests) == 1  # one run for the two new snapshots
+    config = tick.run_requests[0].run_config["ops"]["read_order_changes_op"]["config"]
+    assert (config["start_snapshot"], config["end_snapshot"]) == (latest, latest + 2)
+    assert json.loads(tick.cursor)["snapshot_id"] == latest + 2
+    # a rollback is reported on the requested run, not skipped
+    orders().rollback(snapshot_id=latest)
+    orders().write(pa.table({"id": [300], "dt": ["2026-11-21"], "amount": [3.0]}, schema=SCHEMA))
+    context = dg.build_sensor_context(cursor=tick.cursor, resources=resources)
+    rolled = sensor.evaluate_tick(context)
+    assert len(rolled.run_requests) == 1 and rolled.run_requests[0].tags["paimon/rolled_back"] == "true"
+
+
+@pytest.mark.slow
+def test_read_changes_job_with_the_requested_range(spark, defs_module):
+    t = orders()
+    before = t.snapshot_manager.latest_id() or 0
+    t.write(pa.table({"id": [400, 401], "dt": ["2026-11-22"] * 2, "amount": [4.0, 4.5]}, schema=SCHEMA))
+    job = defs_module.defs.resolve_job_def("read_order_changes")
+    config = {"ops": {"read_order_changes_op": {"config": {"start_snapshot": before,
+                                                          "end_snapshot": before + 1}}}}
+    result = job.execute_in_process(run_config=config)
+    assert result.success
+    out = result.output_for_node("read_order_changes_op")
+    assert out["rows"] == 2 and out["row_kinds"] == {"+I": 2}
+
+
+@pytest.mark.slow
+def test_health_checks_fail_on_small_files_and_pass_after_compaction(spark, defs_module):
+    from paimonflow.operators.dagster_resources import PaimonResource, SparkResource
+
+    catalog = Catalog(str(WAREHOUSE))
+    catalog.create_table("shop.daily_sales", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={"bucket": "1"}, ignore_if_exists=True)
+    from paimonflow.core.schema import SetOption
+
+    sales = catalog.get_table("shop.daily_sales").alter([SetOption("write-only", "true")])  # writers never compact
+    for i in range(7):  # seven small level-0 files in one bucket
+        sales.write(pa.table({"id": [i], "dt": ["2026-11-02"], "amount": [float(i)]}, schema=SCHEMA))
+    resources = {"paimon": PaimonResource(warehouse=str(WAREHOUSE)), "spark": SparkResource()}
+    checks = defs_module.daily_sales["asset_checks"]
+    job = defs_module.defs.resolve_job_def("maintain_shop_daily_sales")
+
+    def evaluate():
+        context = dg.build_op_context(resources=resources)
+        return {r.check_name: r.passed for r in checks[0](context)}
+
+    before = evaluate()
+    assert before["level0_runs"] is False and before["small_files"] is False
+    assert job.execute_in_process(resources=resources).success  # compaction first
+    after = evaluate()
+    assert after["level0_runs"] is True and after["small_files"] is True and after["snapshots_retained"] is True
+
+
+@pytest.mark.slow
+def test_daily_backfill_is_idempotent_and_the_io_manager_round_trips(spark, defs_module):
+    from paimonflow.operators.dagster_resources import PaimonResource, SparkResource
+
+    for n, day in enumerate(("2026-11-05", "2026-11-06")):
+        land(f"daily/{day}", range(n + 2), day, float(n))
+    resources = defs_module.defs.resources
+    assets = defs_module.daily_sales["assets"]
+    for _ in range(2):  # the backfill, twice
+        for day in ("2026-11-05", "2026-11-06"):
+            assert dg.materialize(assets, resources=resources, partition_key=day).success
+    sales = Catalog(str(WAREHOUSE)).get_table("shop.daily_sales")
+    got = [(r["id"], r["dt"]) for r in sales.read().to_pylist() if r["dt"] in ("2026-11-05", "2026-11-06")]
+    assert sorted(got) == sorted([(0, "2026-11-05"), (1, "2026-11-05"), (0, "2026-11-06"), (1, "2026-11-06"),
+                                  (2, "2026-11-06")])
+
+    result = dg.materialize([defs_module.orders_by_day], resources={
+        "paimon": PaimonResource(warehouse=str(WAREHOUSE)), "spark": SparkResource(),
+        "paimon_io_manager": defs_module.defs.resources["paimon_io_manager"]})
+    assert result.success
+    stored = Catalog(str(WAREHOUSE)).get_table("dagster.orders_by_day")
+    assert stored.primary_keys == ("dt",)
+    totals = {r["dt"]: r["orders"] for r in stored.read().to_pylist()}
+    assert sum(totals.values()) == orders().read().num_rows
