@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .binary_row import deserialize_row
-from .errors import FileNotFoundStorageError, InvalidArgumentError, UnsupportedError
+from .errors import FileNotFoundStorageError, InvalidArgumentError
 from .faults import crash_point
 from .fs import join
 from .manifest import FileKind
@@ -43,6 +43,8 @@ class ExpirePlan:
     data_files: tuple[str, ...] = ()
     changelog_files: tuple[str, ...] = ()
     metadata_files: tuple[str, ...] = ()
+    #: decoupled changelog lifecycle: these snapshots become changelog/changelog-<id>
+    to_changelog: tuple[int, ...] = ()
 
     @property
     def file_count(self) -> int:
@@ -51,7 +53,7 @@ class ExpirePlan:
     def to_dict(self) -> dict[str, object]:
         return {"earliest": self.earliest, "end": self.end, "snapshot_ids": list(self.snapshot_ids),
                 "data_files": len(self.data_files), "changelog_files": len(self.changelog_files),
-                "metadata_files": len(self.metadata_files)}
+                "metadata_files": len(self.metadata_files), "to_changelog": list(self.to_changelog)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,6 +61,7 @@ class ExpireResult:
     plan: ExpirePlan
     dry_run: bool
     deleted_files: int = 0
+    expired_changelogs: int = 0
 
     @property
     def expired_snapshots(self) -> int:
@@ -66,21 +69,7 @@ class ExpireResult:
 
     def to_dict(self) -> dict[str, object]:
         return {**self.plan.to_dict(), "dry_run": self.dry_run, "expired_snapshots": self.expired_snapshots,
-                "deleted_files": self.deleted_files}
-
-
-def _decoupled(options: dict[str, str]) -> bool:
-    from .options import parse_duration_millis
-
-    def num(key: str, default: int) -> int:
-        return int(options[key]) if key in options else default
-
-    snap_min, snap_max = num("snapshot.num-retained.min", 10), num("snapshot.num-retained.max", 2**31 - 1)
-    snap_time = parse_duration_millis(options.get("snapshot.time-retained", "1 h"))
-    cl_time = parse_duration_millis(options["changelog.time-retained"]) if "changelog.time-retained" in options \
-        else snap_time
-    return (num("changelog.num-retained.max", snap_max) > snap_max
-            or num("changelog.num-retained.min", snap_min) > snap_min or cl_time > snap_time)
+                "deleted_files": self.deleted_files, "expired_changelogs": self.expired_changelogs}
 
 
 def expire_range(table, *, retain_min: int, retain_max: int, time_retained_millis: int, max_deletes: int,
@@ -105,8 +94,10 @@ def expire_range(table, *, retain_min: int, retain_max: int, time_retained_milli
     return earliest, (end if end > earliest else None)
 
 
-def plan_expiry(table, earliest: int, end: int) -> ExpirePlan:
-    """The files an expiry of ``[earliest, end)`` deletes."""
+def plan_expiry(table, earliest: int, end: int, *, decoupled: bool = False) -> ExpirePlan:
+    """The files an expiry of ``[earliest, end)`` deletes. ``decoupled``: the changelog outlives
+    the snapshots, so what the changes need stays (changelog files and changelog manifests with a
+    changelog producer; APPEND data files and data manifests without one)."""
     manager, mio = table.snapshot_manager, table.manifest_io
     partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
     tags = sorted(table.tag_manager.list_tags().values(), key=lambda s: s.id)
@@ -129,6 +120,8 @@ def plan_expiry(table, earliest: int, end: int) -> ExpirePlan:
     from .branch import files_of_other_branches
 
     others = files_of_other_branches(table)  # files other branches share are never deleted here
+    producer = str(table.options.changelog_producer)
+    keep_appends = decoupled and producer == "none"
     data: list[str] = []
     for sid in range(earliest + 1, end + 1):
         snapshot = manager.try_snapshot(sid)
@@ -143,6 +136,8 @@ def plan_expiry(table, earliest: int, end: int) -> ExpirePlan:
         keep = files_of_tag(previous_tag) if previous_tag is not None else set()
         for e in entries:
             key = (e.partition, e.bucket, e.file.file_name)
+            if keep_appends and e.file.file_source in (None, 0):
+                continue  # the changelog (= delta) still needs the rows this file added
             if e.kind is FileKind.DELETE and key not in added and key not in keep and key not in others.data:
                 data.append(path_of(e))
                 data.extend(join(path_of(e).rsplit("/", 1)[0], x) for x in e.file.extra_files)
@@ -158,14 +153,22 @@ def plan_expiry(table, earliest: int, end: int) -> ExpirePlan:
         snapshot = manager.try_snapshot(sid)
         if snapshot is None:
             continue
-        with contextlib.suppress(FileNotFoundStorageError):
-            for e in mio.changelog_entries(snapshot):
-                if (e.partition, e.bucket, e.file.file_name) not in others.data:
-                    changelog.append(path_of(e))
-        metadata.extend(f for f in _metadata_files(table, snapshot) if f not in protected)
+        if not decoupled:
+            with contextlib.suppress(FileNotFoundStorageError):
+                for e in mio.changelog_entries(snapshot):
+                    if (e.partition, e.bucket, e.file.file_name) not in others.data:
+                        changelog.append(path_of(e))
+        kept = set()
+        if decoupled:  # the long-lived changelog keeps its manifests
+            from .changelog import _list_files
+
+            kept = set(_list_files(table, [snapshot.changelog_manifest_list] if producer != "none" else
+                                   [snapshot.base_manifest_list, snapshot.delta_manifest_list]))
+        metadata.extend(f for f in _metadata_files(table, snapshot) if f not in protected and f not in kept)
     snapshot_ids = tuple(sid for sid in range(earliest, end) if manager.exists(sid))
     return ExpirePlan(earliest=earliest, end=end, snapshot_ids=snapshot_ids, data_files=tuple(dict.fromkeys(data)),
-                      changelog_files=tuple(dict.fromkeys(changelog)), metadata_files=tuple(dict.fromkeys(metadata)))
+                      changelog_files=tuple(dict.fromkeys(changelog)), metadata_files=tuple(dict.fromkeys(metadata)),
+                      to_changelog=snapshot_ids if decoupled else ())
 
 
 def _metadata_files(table, snapshot: Snapshot) -> Iterable[str]:
@@ -204,10 +207,9 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
     ``older_than_millis`` overrides ``snapshot.time-retained`` (a duration); ``clock`` returns
     seconds since the epoch (inject one in tests). ``progress(done, total)`` is called as files go.
     """
-    options = table.schema.options
-    if _decoupled(options):
-        raise UnsupportedError("changelog retention longer than snapshot retention (changelog.* options) "
-                               "is not supported yet: it needs changelog/changelog-N files")
+    from .changelog import ChangelogManager, changelog_settings, expire_changelogs
+
+    decoupled = changelog_settings(table).decoupled
     o = table.options
     retain_min = o.snapshot_num_retained_min if retain_min is None else retain_min
     retain_max = o.snapshot_num_retained_max if retain_max is None else retain_max
@@ -222,7 +224,7 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
                                  now_millis=int(clock() * 1000))
     if end is None:
         return ExpireResult(plan=ExpirePlan(earliest=earliest, end=None), dry_run=dry_run)
-    plan = plan_expiry(table, earliest, end)
+    plan = plan_expiry(table, earliest, end, decoupled=decoupled)
     if dry_run:
         return ExpireResult(plan=plan, dry_run=True)
     total, done = plan.file_count, 0
@@ -236,13 +238,25 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
                 crash_point(f"expire:{name}-files")
             if progress is not None and done % 256 == 0:
                 progress(done, total)
+    changelogs = ChangelogManager(table.file_io, table.path, table.branch)
     for i, sid in enumerate(plan.snapshot_ids):
+        if sid in plan.to_changelog:  # first the long-lived changelog, then the snapshot goes
+            snapshot = table.snapshot_manager.try_snapshot(sid)
+            if snapshot is not None:
+                changelogs.publish(snapshot)
+            if i == len(plan.snapshot_ids) // 2:
+                crash_point("expire:changelog-files")
         with contextlib.suppress(FileNotFoundStorageError):
             table.file_io.delete(table.snapshot_manager.path(sid))
         done += 1
         if i == len(plan.snapshot_ids) // 2:
             crash_point("expire:snapshot-files")
     table.snapshot_manager.write_earliest_hint(end)
+    if plan.to_changelog and changelogs.earliest_id() is not None:
+        changelogs.write_hint("EARLIEST", changelogs.earliest_id())
     if progress is not None:
         progress(total, total)
-    return ExpireResult(plan=plan, dry_run=False, deleted_files=total)
+    expired_changelogs = 0
+    if decoupled:  # our manual expiry honours the changelog options too (Paimon's Spark procedure does not)
+        expired_changelogs = len(expire_changelogs(table, clock=clock).changelog_ids)
+    return ExpireResult(plan=plan, dry_run=False, deleted_files=total, expired_changelogs=expired_changelogs)

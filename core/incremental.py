@@ -67,8 +67,12 @@ def read_changes(table, start: int, end: int, *, mode: str = "auto",
         return _diff(table, reader, manager.snapshot(start) if start else None, manager.snapshot(end), wanted)
     partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
     parts = []
+    from .changelog import ChangelogManager
+
+    changelogs = ChangelogManager(table.file_io, table.path, table.branch)
     for sid in range(start + 1, end + 1):
-        snapshot = manager.snapshot(sid)
+        # below the earliest snapshot, a decoupled table keeps changelog/changelog-<id>
+        snapshot = manager.try_snapshot(sid) or changelogs.try_changelog(sid) or manager.snapshot(sid)
         if mode == "changelog":
             entries = table.manifest_io.changelog_entries(snapshot)
         elif snapshot.commit_kind in (CommitKind.APPEND, CommitKind.OVERWRITE):

@@ -77,6 +77,10 @@ def _referenced_by_branch(table) -> set[str]:
         if snap is not None:
             keepers.append(snap)
     keepers += list(table.tag_manager.list_tags().values())
+    from .changelog import ChangelogManager, changelog_files
+
+    changelogs = ChangelogManager(table.file_io, table.path, table.branch)
+    long_lived = [c for c in map(changelogs.try_changelog, changelogs.list_ids()) if c is not None]
     partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
     out: set[str] = set()
     for snap in keepers:
@@ -97,6 +101,8 @@ def _referenced_by_branch(table) -> set[str]:
             out.update(join(directory, x) for x in e.file.extra_files)
         if snap.statistics:
             out.add(join(table.path, "statistics", snap.statistics))
+    for changelog in long_lived:  # what a long-lived changelog keeps (its index/stats went with its snapshot)
+        out |= changelog_files(table, changelog)
     return out
 
 

@@ -102,6 +102,10 @@ class StreamingScan:
             return None
         earliest = manager.earliest_id()
         if earliest is not None and self._next < earliest:
+            from .changelog import ChangelogManager
+
+            earliest = min(earliest, ChangelogManager(table.file_io, table.path, table.branch).earliest_id() or earliest)
+        if earliest is not None and self._next < earliest:
             raise SnapshotNotFoundError(
                 f"snapshot {self._next} expired before this scan read it (earliest is {earliest}); "
                 "protect streaming readers with a consumer id")

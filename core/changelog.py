@@ -1,0 +1,315 @@
+"""Long-lived changelogs (Apache Paimon's ``ChangelogManager`` / ``ExpireChangelogImpl``).
+
+When a table keeps its changelog longer than its snapshots (``changelog.num-retained.*`` or
+``changelog.time-retained`` above the ``snapshot.*`` values: the lifecycle is *decoupled*),
+snapshot expiry moves each expired snapshot's JSON to ``changelog/changelog-<id>`` and keeps
+what its changes need: its changelog files and changelog manifests (tables with a changelog
+producer), or its APPEND data files and data manifests (producer ``none``, where the changelog is
+the delta). Incremental and streaming reads follow ``changelog-<id>`` below the earliest snapshot.
+
+Changelog expiry (:func:`expire_changelogs`) removes the oldest long-lived changelogs by the
+``changelog.*`` options: counts are relative to the latest *snapshot* id, a changelog goes only
+when its own commit time is older than ``changelog.time-retained``, consumers always protect
+what they have not read, and the latest changelog stays. Each expired changelog takes the files
+only it still needed (never a file a tag, the earliest snapshot, another changelog or another
+branch holds), then its JSON; ``EARLIEST`` moves last. ``delete_all`` removes every changelog of
+a table that is no longer decoupled (all of them older than the earliest snapshot).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .errors import FileNotFoundStorageError, InvalidArgumentError, StorageError
+from .faults import crash_point
+from .fs import join
+from .manifest import FileKind
+from .snapshot import EARLIEST, LATEST, MAIN_BRANCH, Snapshot, branch_root
+
+CHANGELOG_PREFIX = "changelog-"
+
+
+class ChangelogManager:
+    """``<branch root>/changelog/changelog-<id>`` and its ``EARLIEST``/``LATEST`` hints."""
+
+    def __init__(self, file_io, table_path: str, branch: str = MAIN_BRANCH) -> None:
+        self.file_io = file_io
+        self.directory = join(branch_root(table_path, branch), "changelog")
+
+    def path(self, changelog_id: int) -> str:
+        return join(self.directory, f"{CHANGELOG_PREFIX}{changelog_id}")
+
+    def list_ids(self) -> list[int]:
+        ids = []
+        for status in self.file_io.list_dir(self.directory):
+            name = status.path.rstrip("/").rsplit("/", 1)[-1]
+            rest = name[len(CHANGELOG_PREFIX):]
+            if name.startswith(CHANGELOG_PREFIX) and rest.isdigit():
+                ids.append(int(rest))
+        return sorted(ids)
+
+    def try_changelog(self, changelog_id: int) -> Snapshot | None:
+        path = self.path(changelog_id)
+        try:
+            return Snapshot.from_json(self.file_io.read_bytes(path), path)
+        except FileNotFoundStorageError:
+            return None
+
+    def exists(self, changelog_id: int) -> bool:
+        return self.file_io.exists(self.path(changelog_id))
+
+    def _hint(self, name: str) -> int | None:
+        try:
+            text = self.file_io.read_bytes(join(self.directory, name)).decode("ascii").strip()
+        except (FileNotFoundStorageError, UnicodeDecodeError, StorageError):
+            return None
+        return int(text) if text.isdigit() else None
+
+    def earliest_id(self) -> int | None:
+        hint = self._hint(EARLIEST)
+        if hint is not None and self.exists(hint):
+            return hint
+        ids = self.list_ids()
+        return ids[0] if ids else None
+
+    def latest_id(self) -> int | None:
+        hint = self._hint(LATEST)
+        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+            return hint
+        ids = self.list_ids()
+        return ids[-1] if ids else None
+
+    def write_hint(self, name: str, value: int) -> None:
+        with contextlib.suppress(StorageError):  # only hints
+            self.file_io.write_bytes(join(self.directory, name), str(value).encode("ascii"))
+
+    def publish(self, snapshot: Snapshot) -> None:
+        """Write ``changelog-<id>`` (idempotent: a rerun after a crash finds it there)."""
+        plain = Snapshot.from_json(snapshot.to_json())
+        self.file_io.create_if_absent(self.path(snapshot.id), plain.to_json())
+        latest = self._hint(LATEST)
+        if latest is None or latest < snapshot.id:
+            self.write_hint(LATEST, snapshot.id)
+
+    def delete_all(self) -> int:
+        ids = self.list_ids()
+        for cid in ids:
+            with contextlib.suppress(FileNotFoundStorageError):
+                self.file_io.delete(self.path(cid))
+        for name in (EARLIEST, LATEST):
+            with contextlib.suppress(FileNotFoundStorageError):
+                self.file_io.delete(join(self.directory, name))
+        return len(ids)
+
+
+def _read_or_none(table, snapshot_id: int) -> Snapshot | None:
+    """A snapshot, or the long-lived changelog of that id (what incremental reads follow)."""
+    found = table.snapshot_manager.try_snapshot(snapshot_id)
+    if found is None:
+        found = ChangelogManager(table.file_io, table.path, table.branch).try_changelog(snapshot_id)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class ChangelogSettings:
+    retain_min: int
+    retain_max: int
+    time_retained_millis: int
+    decoupled: bool
+
+
+def changelog_settings(table) -> ChangelogSettings:
+    """The ``changelog.*`` options, each defaulting to its ``snapshot.*`` counterpart."""
+    from .options import parse_duration_millis
+
+    options, o = table.schema.options, table.options
+
+    def num(key: str, default: int) -> int:
+        return int(options[key]) if key in options else default
+
+    retain_min = num("changelog.num-retained.min", o.snapshot_num_retained_min)
+    retain_max = num("changelog.num-retained.max", o.snapshot_num_retained_max)
+    time_retained = parse_duration_millis(options["changelog.time-retained"]) if "changelog.time-retained" in options \
+        else o.snapshot_time_retained_millis
+    decoupled = (retain_max > o.snapshot_num_retained_max or retain_min > o.snapshot_num_retained_min
+                 or time_retained > o.snapshot_time_retained_millis)
+    return ChangelogSettings(retain_min, retain_max, time_retained, decoupled)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChangelogExpiry:
+    earliest: int | None
+    end: int | None  # exclusive: the new earliest changelog
+    changelog_ids: tuple[int, ...] = ()
+    data_files: tuple[str, ...] = ()
+    metadata_files: tuple[str, ...] = ()
+    dry_run: bool = False
+    deleted_all: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"earliest": self.earliest, "end": self.end, "changelog_ids": list(self.changelog_ids),
+                "expired_changelogs": len(self.changelog_ids) or self.deleted_all,
+                "data_files": len(self.data_files), "metadata_files": len(self.metadata_files),
+                "dry_run": self.dry_run}
+
+
+def expire_changelogs(table, *, retain_min: int | None = None, retain_max: int | None = None,
+                      older_than_millis: int | None = None, max_deletes: int | None = None,
+                      delete_all: bool = False, dry_run: bool = False,
+                      clock: Callable[[], float] = time.time) -> ChangelogExpiry:
+    """Expire long-lived changelogs by the table's ``changelog.*`` options (each overridable)."""
+    manager = ChangelogManager(table.file_io, table.path, table.branch)
+    snapshots = table.snapshot_manager
+    if delete_all:
+        latest_c, earliest_s = manager.latest_id(), snapshots.earliest_id()
+        if latest_c is not None and earliest_s is not None and latest_c >= earliest_s:
+            raise InvalidArgumentError(f"changelog {latest_c} is not older than the earliest snapshot {earliest_s}: "
+                                       "delete_all is for tables whose changelogs all precede their snapshots")
+        ids = manager.list_ids()
+        if dry_run:
+            return ChangelogExpiry(earliest=ids[0] if ids else None, end=None, changelog_ids=tuple(ids), dry_run=True)
+        return ChangelogExpiry(earliest=ids[0] if ids else None, end=None, deleted_all=manager.delete_all())
+    settings = changelog_settings(table)
+    retain_min = settings.retain_min if retain_min is None else retain_min
+    retain_max = settings.retain_max if retain_max is None else retain_max
+    if retain_min < 1 or retain_max < retain_min:
+        raise InvalidArgumentError(f"need 1 <= retain_min <= retain_max, got {retain_min} and {retain_max}")
+    time_retained = settings.time_retained_millis if older_than_millis is None else older_than_millis
+    limit = table.options.snapshot_expire_limit if max_deletes is None else max_deletes
+    latest_s = snapshots.latest_id()
+    earliest_c, latest_c = manager.earliest_id(), manager.latest_id()
+    if latest_s is None or earliest_c is None or latest_c is None:
+        return ChangelogExpiry(earliest=earliest_c, end=None, dry_run=dry_run)
+    lowest = max(latest_s - retain_max + 1, earliest_c)
+    end = min(latest_s - retain_min + 1, earliest_c + limit, latest_c)
+    consumer_min = table.consumer_manager.min_next_snapshot()
+    if consumer_min is not None:
+        end = min(end, consumer_min)
+    if end <= earliest_c:
+        return ChangelogExpiry(earliest=earliest_c, end=None, dry_run=dry_run)
+    older_than = clock() * 1000 - time_retained
+    for cid in range(lowest, end):
+        changelog = manager.try_changelog(cid)
+        if changelog is not None and changelog.time_millis >= older_than:
+            end = cid
+            break
+    if end <= earliest_c:
+        return ChangelogExpiry(earliest=earliest_c, end=None, dry_run=dry_run)
+    plan = _plan(table, manager, earliest_c, end)
+    if dry_run:
+        return ChangelogExpiry(**{**plan, "dry_run": True})
+    for group, point in ((plan["data_files"], "expire-changelog:data-files"),
+                         (plan["metadata_files"], "expire-changelog:metadata-files")):
+        for i, path in enumerate(group):
+            with contextlib.suppress(FileNotFoundStorageError):
+                table.file_io.delete(path)
+            if i == len(group) // 2:
+                crash_point(point)
+    for i, cid in enumerate(plan["changelog_ids"]):
+        with contextlib.suppress(FileNotFoundStorageError):
+            table.file_io.delete(manager.path(cid))
+        if i == len(plan["changelog_ids"]) // 2:
+            crash_point("expire-changelog:changelog-files")
+    manager.write_hint(EARLIEST, end)
+    return ChangelogExpiry(**plan)
+
+
+def _plan(table, manager: ChangelogManager, earliest: int, end: int) -> dict:
+    from .branch import files_of_other_branches
+    from .expire import _metadata_files
+
+    mio = table.manifest_io
+    path_of = _path_resolver(table)
+    others = files_of_other_branches(table)
+    keepers: list[Snapshot] = [s for s in (table.snapshot_manager.earliest(),) if s]
+    keepers += list(table.tag_manager.list_tags().values())
+    keep_meta = set(others.metadata)
+    keep_data = set(others.data)
+    next_changelog = manager.try_changelog(end)
+    keep_paths = changelog_files(table, next_changelog) if next_changelog is not None else set()
+    for keeper in keepers:
+        keep_meta |= set(_metadata_files(table, keeper))
+        with contextlib.suppress(FileNotFoundStorageError):
+            keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.live_entries(keeper)}
+            keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.changelog_entries(keeper)}
+    data, metadata, ids = [], [], []
+    for cid in range(earliest, end):
+        changelog = manager.try_changelog(cid)
+        if changelog is None:
+            continue
+        ids.append(cid)
+        with contextlib.suppress(FileNotFoundStorageError):
+            if _has_producer(table):
+                entries = [e for e in mio.changelog_entries(changelog) if e.kind is FileKind.ADD]
+            else:  # producer none: the delta's files, unless still live in what stays (checked below)
+                entries = [e for m in mio._lists.read(changelog.delta_manifest_list)
+                           for e in mio._files.read(m.file_name)]
+            for e in entries:
+                if (e.partition, e.bucket, e.file.file_name) not in keep_data and path_of(e) not in keep_paths:
+                    data.append(path_of(e))
+        names = [changelog.changelog_manifest_list] if _has_producer(table) else [
+            changelog.base_manifest_list, changelog.delta_manifest_list]
+        for path in _list_files(table, names):
+            if path not in keep_meta and path not in keep_paths:
+                metadata.append(path)
+    return {"earliest": earliest, "end": end, "changelog_ids": tuple(ids),
+            "data_files": tuple(dict.fromkeys(data)), "metadata_files": tuple(dict.fromkeys(metadata))}
+
+
+def _has_producer(table) -> bool:
+    """With a changelog producer the changelog is the changelog files; without, the delta."""
+    return str(table.options.changelog_producer) != "none"
+
+
+def _list_files(table, names: Iterable[str | None]) -> list[str]:
+    mio = table.manifest_io
+    out = []
+    for name in names:
+        if not name:
+            continue
+        out.append(join(mio.manifest_dir, name))
+        with contextlib.suppress(FileNotFoundStorageError):
+            out += [join(mio.manifest_dir, m.file_name) for m in mio._lists.read(name)]
+    return out
+
+
+def _path_resolver(table):
+    from .binary_row import deserialize_row
+    from .write import bucket_directory
+
+    partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
+    decoded: dict[bytes, tuple] = {}
+
+    def path_of(entry) -> str:
+        values = decoded.get(entry.partition)
+        if values is None:
+            values = decoded[entry.partition] = tuple(deserialize_row(entry.partition, partition_types))
+        directory = bucket_directory(table.path, table.schema, table.options, values, entry.bucket)
+        return entry.file.external_path or join(directory, entry.file.file_name)
+
+    return path_of
+
+
+def changelog_files(table, changelog: Snapshot) -> set[str]:
+    """What a long-lived changelog keeps alive (absolute paths): its changelog manifests and
+    changelog files, or for producer ``none`` its data manifests and the APPEND files its delta
+    added. Files already gone are skipped (orphan removal must not abort over them)."""
+    mio = table.manifest_io
+    path_of = _path_resolver(table)
+    out: set[str] = set()
+    with contextlib.suppress(FileNotFoundStorageError):
+        if _has_producer(table):
+            out |= set(_list_files(table, [changelog.changelog_manifest_list]))
+            out |= {path_of(e) for e in mio.changelog_entries(changelog)}
+        else:
+            out |= set(_list_files(table, [changelog.base_manifest_list, changelog.delta_manifest_list]))
+            out |= {path_of(e) for m in mio._lists.read(changelog.delta_manifest_list)
+                    for e in mio._files.read(m.file_name) if e.kind is FileKind.ADD}
+    return out
+
+
+__all__ = ["CHANGELOG_PREFIX", "ChangelogExpiry", "ChangelogManager", "ChangelogSettings", "changelog_files",
+           "changelog_settings", "expire_changelogs"]
