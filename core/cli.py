@@ -267,6 +267,23 @@ def expire_snapshots_(identifier: Identifier, warehouse: Warehouse,
     _report(result.to_dict())
 
 
+@command("expire-changelogs")
+def expire_changelogs_(identifier: Identifier, warehouse: Warehouse,
+                       retain_min: int | None = None, retain_max: int | None = None,
+                       older_than: Annotated[str | None, typer.Option(help="e.g. '7 d'; default changelog.time-retained")]
+                       = None, max_deletes: int | None = None, delete_all: bool = False,
+                       dry_run: bool = False) -> None:
+    """Expire long-lived changelogs by the table's changelog.* options (overridable)."""
+    from .options import parse_duration_millis
+
+    table = _catalog(warehouse).get_table(identifier)
+    with _busy(f"expiring changelogs of {identifier}"):
+        result = table.expire_changelogs(retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes,
+                                         older_than_millis=parse_duration_millis(older_than) if older_than else None,
+                                         delete_all=delete_all, dry_run=dry_run)
+    _report(result.to_dict(), title="changelog expiry")
+
+
 @command("tags")
 def tags_(identifier: Identifier, warehouse: Warehouse) -> None:
     """List tags."""

@@ -305,6 +305,20 @@ class Table:
                                 older_than_millis=older_than_millis, max_deletes=max_deletes, dry_run=dry_run,
                                 clock=clock or time.time, progress=progress)
 
+    def expire_changelogs(self, *, retain_min: int | None = None, retain_max: int | None = None,
+                          older_than_millis: int | None = None, max_deletes: int | None = None,
+                          delete_all: bool = False, dry_run: bool = False, clock=None):
+        """Expire long-lived changelogs (``changelog/changelog-N``) by the ``changelog.*`` options,
+        each overridable; ``delete_all`` removes every changelog of a table no longer decoupled
+        (:func:`~paimonflow.core.changelog.expire_changelogs`)."""
+        import time
+
+        from .changelog import expire_changelogs
+
+        return expire_changelogs(self, retain_min=retain_min, retain_max=retain_max,
+                                 older_than_millis=older_than_millis, max_deletes=max_deletes,
+                                 delete_all=delete_all, dry_run=dry_run, clock=clock or time.time)
+
     def remove_orphan_files(self, *, older_than_millis: int | None = None, dry_run: bool = False, clock=None):
         """Delete files no snapshot or tag references, older than ``older_than_millis`` (default
         1 day); ``dry_run`` lists them (:func:`~paimonflow.core.orphans.remove_orphan_files`)."""

@@ -1,5 +1,5 @@
-"""Nightly maintenance of ``shop.orders``: compact, expire snapshots, tag the day, expire tags,
-remove orphan files. Each step is idempotent, so a rerun of a night (or a retry) is harmless."""
+"""Nightly maintenance of ``shop.orders``: compact, tag the day, expire snapshots, expire long-lived
+changelogs, expire tags, remove orphan files. Each step is idempotent, so a rerun of a night (or a retry) is harmless."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from airflow.sdk import DAG
 from paimonflow.operators.paimon import (
     PaimonCompactOperator,
     PaimonCreateTagOperator,
+    PaimonExpireChangelogsOperator,
     PaimonExpireSnapshotsOperator,
     PaimonExpireTagsOperator,
     PaimonRemoveOrphanFilesOperator,
@@ -32,8 +33,9 @@ with DAG(
     common = {"table": TABLE, "warehouse": WAREHOUSE, "engine": ENGINE}
     compact = PaimonCompactOperator(task_id="compact", full=True, outlets=[table_asset(WAREHOUSE, TABLE)], **common)
     expire = PaimonExpireSnapshotsOperator(task_id="expire_snapshots", **common)
+    expire_changelogs = PaimonExpireChangelogsOperator(task_id="expire_changelogs", **common)
     tag = PaimonCreateTagOperator(task_id="tag_the_day", name="{{ logical_date.strftime('%Y-%m-%d') }}",
                                   time_retained="30 d", **common)
     expire_tags = PaimonExpireTagsOperator(task_id="expire_tags", **common)
     orphans = PaimonRemoveOrphanFilesOperator(task_id="remove_orphan_files", older_than=ORPHAN_AGE, **common)
-    compact >> tag >> expire >> expire_tags >> orphans
+    compact >> tag >> expire >> expire_changelogs >> expire_tags >> orphans

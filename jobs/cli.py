@@ -138,6 +138,20 @@ def expire_snapshots_(warehouse: Warehouse, table: TableName, retain_min: int | 
                             max_deletes=max_deletes, dry_run=dry_run)
 
 
+@job("expire-changelogs")
+def expire_changelogs_(warehouse: Warehouse, table: TableName, retain_min: int | None = None,
+                       retain_max: int | None = None,
+                       older_than: Annotated[str | None, typer.Option(help="e.g. '7 d'")] = None,
+                       max_deletes: int | None = None, delete_all: bool = False, dry_run: bool = False,
+                       master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Expire long-lived changelogs by the table's changelog.* options."""
+    from .maintenance import expire_changelogs
+
+    return expire_changelogs(_spark(master, conf), _location(warehouse, table, storage_option),
+                             retain_min=retain_min, retain_max=retain_max, older_than_millis=_millis(older_than),
+                             max_deletes=max_deletes, delete_all=delete_all, dry_run=dry_run)
+
+
 @job("expire-partitions")
 def expire_partitions_(warehouse: Warehouse, table: TableName,
                        expiration: Annotated[str | None, typer.Option(help="Default partition.expiration-time")]

@@ -28,6 +28,16 @@ def expire_snapshots(spark, location: TableLocation, *, retain_min: int | None =
     return _result("expire-snapshots", location, watch, table.snapshot_manager.earliest_id(), **done.to_dict())
 
 
+def expire_changelogs(spark, location: TableLocation, *, retain_min: int | None = None,
+                      retain_max: int | None = None, older_than_millis: int | None = None,
+                      max_deletes: int | None = None, delete_all: bool = False, dry_run: bool = False) -> JobResult:
+    watch = Stopwatch()
+    table = location.open()
+    done = table.expire_changelogs(retain_min=retain_min, retain_max=retain_max, older_than_millis=older_than_millis,
+                                   max_deletes=max_deletes, delete_all=delete_all, dry_run=dry_run)
+    return _result("expire-changelogs", location, watch, table.snapshot_manager.latest_id(), **done.to_dict())
+
+
 def expire_partitions(spark, location: TableLocation, *, expiration_millis: int | None = None,
                       dry_run: bool = False, commit_user: str | None = None) -> JobResult:
     watch = Stopwatch()

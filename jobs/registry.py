@@ -42,7 +42,7 @@ JOBS: dict[str, Callable] = {
     "write": _write,
     "compact": _compact,
     **{name.replace("_", "-"): _maintenance(name) for name in (
-        "expire_snapshots", "expire_partitions", "analyze", "create_tag", "delete_tag", "expire_tags", "auto_tag",
+        "expire_snapshots", "expire_changelogs", "expire_partitions", "analyze", "create_tag", "delete_tag", "expire_tags", "auto_tag",
         "rollback", "remove_orphan_files", "read_changes")},
 }
 

@@ -308,6 +308,30 @@ class PaimonExpireSnapshotsOperator(PaimonJobOperator):
         return [*super().cli_arguments(arguments), *(["--older-than", f"{millis} ms"] if millis is not None else [])]
 
 
+class PaimonExpireChangelogsOperator(PaimonJobOperator):
+    """Expire long-lived changelogs by the table's ``changelog.*`` options (each overridable)."""
+
+    job = "expire-changelogs"
+    template_fields = (*PaimonJobOperator.template_fields, "older_than")
+
+    def __init__(self, *, retain_min: int | None = None, retain_max: int | None = None,
+                 older_than: str | None = None, max_deletes: int | None = None, delete_all: bool = False,
+                 dry_run: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.retain_min, self.retain_max, self.older_than = retain_min, retain_max, older_than
+        self.max_deletes, self.delete_all, self.dry_run = max_deletes, delete_all, dry_run
+
+    def arguments(self, context):
+        return {"retain_min": self.retain_min, "retain_max": self.retain_max,
+                "older_than_millis": _millis(self.older_than), "max_deletes": self.max_deletes,
+                "delete_all": self.delete_all, "dry_run": self.dry_run}
+
+    def cli_arguments(self, arguments):
+        from paimonflow.jobs.registry import cli_arguments
+
+        return cli_arguments(arguments)
+
+
 class PaimonExpirePartitionsOperator(PaimonJobOperator):
     """Drop partitions older than ``expiration`` (default ``partition.expiration-time``)."""
 
@@ -503,7 +527,7 @@ class PaimonBranchOperator(PaimonJobOperator):
 
 
 __all__ = ["PaimonAnalyzeOperator", "PaimonBranchOperator", "PaimonCompactOperator", "PaimonCreateTagOperator",
-           "PaimonDeleteTagOperator", "PaimonExpirePartitionsOperator", "PaimonExpireSnapshotsOperator",
+           "PaimonDeleteTagOperator", "PaimonExpireChangelogsOperator", "PaimonExpirePartitionsOperator", "PaimonExpireSnapshotsOperator",
            "PaimonExpireTagsOperator", "PaimonJobOperator", "PaimonReadChangesOperator",
            "PaimonRemoveOrphanFilesOperator", "PaimonRollbackOperator", "PaimonWriteOperator", "commit_user_for",
            "table_asset"]

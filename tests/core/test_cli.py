@@ -113,3 +113,25 @@ def test_branch_verbs(tmp_path):
     assert bad.exit_code == 2 and "InvalidNameError" in bad.output
     missing = invoke("read", "db.t$branch_nope", "-w", wh)
     assert missing.exit_code == 2 and "BranchNotFoundError" in missing.output
+
+
+def test_expire_changelogs_verb(tmp_path):
+    wh = str(tmp_path / "wh")
+    catalog = Catalog(wh)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.t", schema, primary_keys=["id"],
+                             options={"bucket": "1", "changelog-producer": "input", "snapshot.num-retained.min": "1",
+                                      "write-only": "true",
+                                      "changelog.num-retained.min": "20"})
+    for i in range(5):
+        t.write(pa.table({"id": [i], "v": ["x"]}, schema=schema))
+    moved = json.loads(invoke("--json", "expire-snapshots", "db.t", "-w", wh, "--older-than", "0 ms").output)
+    assert moved["to_changelog"] == [1, 2, 3, 4]
+    plan = json.loads(invoke("--json", "expire-changelogs", "db.t", "-w", wh, "--retain-min", "1", "--older-than",
+                             "0 ms", "--dry-run").output)
+    assert plan["dry_run"] and plan["changelog_ids"] == [1, 2, 3]
+    assert "changelog expiry" in invoke("expire-changelogs", "db.t", "-w", wh, "--retain-min", "1",
+                                        "--older-than", "0 ms").output
+    assert json.loads(invoke("--json", "expire-changelogs", "db.t", "-w", wh, "--delete-all").output)[
+        "expired_changelogs"] == 1
