@@ -88,6 +88,26 @@ def auto_tag(spark, location: TableLocation) -> JobResult:
     return _result("auto-tag", location, watch, table.snapshot_manager.latest_id(), **done.to_dict())
 
 
+def create_branch(spark, location: TableLocation, *, branch: str, tag: str | None = None) -> JobResult:
+    watch = Stopwatch()
+    created = location.open().branches.create(branch, tag=tag)
+    return _result("create-branch", location, watch, created.snapshot_manager.latest_id(), branch=branch, tag=tag)
+
+
+def delete_branch(spark, location: TableLocation, *, branch: str) -> JobResult:
+    watch = Stopwatch()
+    location.open().branches.delete(branch)
+    return _result("delete-branch", location, watch, branch=branch)
+
+
+def fast_forward(spark, location: TableLocation, *, branch: str) -> JobResult:
+    watch = Stopwatch()
+    done = location.open().branches.fast_forward(branch)
+    return _result("fast-forward", location, watch, done.copied_snapshots[-1] if done.copied_snapshots else None,
+                   branch=branch, removed_snapshots=list(done.removed_snapshots),
+                   copied_snapshots=list(done.copied_snapshots))
+
+
 def rollback(spark, location: TableLocation, *, snapshot_id: int | None = None, tag: str | None = None,
              timestamp_millis: int | None = None) -> JobResult:
     watch = Stopwatch()

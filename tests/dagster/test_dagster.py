@@ -174,3 +174,28 @@ def test_daily_backfill_is_idempotent_and_the_io_manager_round_trips(spark, defs
     assert stored.primary_keys == ("dt",)
     totals = {r["dt"]: r["orders"] for r in stored.read().to_pylist()}
     assert sum(totals.values()) == orders().read().num_rows
+
+
+def test_branch_and_changelog_ops_run_in_a_job(defs_module):
+    from paimonflow.operators.dagster_assets import paimon_job_op
+    from paimonflow.operators.dagster_resources import PaimonResource, SparkResource
+
+    catalog = Catalog(str(WAREHOUSE))
+    catalog.create_database("lab", ignore_if_exists=True)
+    t = catalog.create_table("lab.b", SCHEMA, primary_keys=["id", "dt"], options={"bucket": "1"},
+                             ignore_if_exists=True)
+    t.write(pa.table({"id": [1], "dt": ["d"], "amount": [1.0]}, schema=SCHEMA))
+    t.tags.create("base")
+    create = paimon_job_op("create-branch", "lab.b", name="create_fix", branch="fix", tag="base")
+    changelogs = paimon_job_op("expire-changelogs", "lab.b", name="expire_changelogs_b", dry_run=True)
+
+    @dg.job
+    def branch_job():
+        changelogs(create())
+
+    result = branch_job.execute_in_process(resources={"paimon": PaimonResource(warehouse=str(WAREHOUSE)),
+                                                      "spark": SparkResource()})
+    assert result.success
+    assert result.output_for_node("create_fix")["snapshot_id"] == 1
+    assert Catalog(str(WAREHOUSE)).get_table("lab.b").branches.list() == ["fix"]
+    assert result.output_for_node("expire_changelogs_b")["expired_changelogs"] == 0
