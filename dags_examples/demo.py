@@ -139,6 +139,10 @@ def main(warehouse: str = "demo-warehouse") -> int:
     else:
         console.print("[yellow]skipped: the DAGs run their jobs on Spark, which needs Java[/yellow]")
 
+    step("13. Dagster (in process): materialize an hour of orders, run the health checks and the sensor")
+    if spark_ready:
+        dagster_demo(root)
+
     step("Done")
     console.print(f"Look at the files under {root}; try:\n"
                   f"  .venv/bin/paimonflow describe shop.orders -w {root}\n"
@@ -211,6 +215,36 @@ def airflow_demo(root: Path) -> None:
          .select(["snapshot_id", "commit_kind", "commit_user", "total_record_count"]), limit=20)
     console.print(f"tags: {sorted(orders.tags.list())}; the incremental read wrote "
                   f"{landing / 'changes' / hour.strftime('%Y-%m-%dT%H')}; Airflow's database and logs: {home}")
+
+
+def dagster_demo(root: Path) -> None:
+    """Materialize the example Dagster asset for one hour and evaluate the snapshot sensor."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    os.environ.update({"PAIMONFLOW_WAREHOUSE": str(root), "PAIMONFLOW_LANDING": str(root / "landing")})
+    hour = "2026-11-22-11:00"  # a past hour: hourly partitions end at the current time
+    folder = root / "landing" / hour
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": [8001, 8002], "dt": ["2026-11-22", "2026-11-22"], "customer": ["mary", "niklaus"],
+                             "amount": [80.0, 81.0]}), folder / "orders.parquet")
+    import dagster as dg
+
+    from paimonflow.dags_examples import dagster_definitions as example
+    from paimonflow.operators.dagster_resources import PaimonResource
+
+    result = example.defs.resolve_job_def("write_orders").execute_in_process(partition_key=hour)
+    metadata = result.asset_materializations_for_node("paimon__shop__orders")[0].metadata
+    console.print(f"materialized paimon/shop/orders[{hour}]: snapshot {metadata['snapshot_id'].value}, "
+                  f"{metadata['rows_written'].value} rows")
+    for check in result.get_asset_check_evaluations():
+        console.print(f"  check {check.check_name}: {'passed' if check.passed else 'FAILED'}")
+    tick = example.orders_sensor.evaluate_tick(dg.build_sensor_context(
+        cursor=None, resources={"paimon": PaimonResource(warehouse=str(root))}))
+    request = tick.run_requests[0]
+    console.print(f"snapshot sensor: one run request for snapshots {request.tags['paimon/start_snapshot']}.."
+                  f"{request.tags['paimon/end_snapshot']} (run_key {request.run_key})")
 
 
 if __name__ == "__main__":
