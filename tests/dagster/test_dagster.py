@@ -199,3 +199,55 @@ def test_branch_and_changelog_ops_run_in_a_job(defs_module):
     assert result.output_for_node("create_fix")["snapshot_id"] == 1
     assert Catalog(str(WAREHOUSE)).get_table("lab.b").branches.list() == ["fix"]
     assert result.output_for_node("expire_changelogs_b")["expired_changelogs"] == 0
+
+
+def test_io_manager_maps_asset_partitions_to_table_partitions_and_loads_pandas():
+    import pandas as pd
+
+    from paimonflow.operators.dagster_io import PaimonIOManager
+    from paimonflow.operators.dagster_resources import PaimonResource
+
+    days = dg.StaticPartitionsDefinition(["2026-11-01", "2026-11-02"])
+
+    @dg.asset(partitions_def=days, io_manager_key="paimon_io", metadata={"paimon/primary_keys": ["sku"]})
+    def stock(context: dg.AssetExecutionContext) -> pd.DataFrame:
+        n = 2 if context.partition_key.endswith("01") else 3
+        return pd.DataFrame({"sku": list(range(n)), "qty": [10 * n] * n})
+
+    @dg.asset(partitions_def=days, io_manager_key="paimon_io")
+    def stock_total(stock: pd.DataFrame) -> pa.Table:
+        return pa.table({"total": [int(stock["qty"].sum())]})
+
+    resources = {"paimon_io": PaimonIOManager(paimon=PaimonResource(warehouse=str(WAREHOUSE)), database="io")}
+    for _ in range(2):  # materializing a partition again replaces exactly that partition
+        for day in ("2026-11-01", "2026-11-02"):
+            assert dg.materialize([stock, stock_total], resources=resources, partition_key=day).success
+    table = Catalog(str(WAREHOUSE)).get_table("io.stock")
+    assert table.partition_keys == ("partition",) and set(table.primary_keys) == {"sku", "partition"}
+    rows = sorted((r["partition"], r["sku"], r["qty"]) for r in table.read().to_pylist())
+    assert rows == [("2026-11-01", 0, 20), ("2026-11-01", 1, 20),
+                    ("2026-11-02", 0, 30), ("2026-11-02", 1, 30), ("2026-11-02", 2, 30)]
+    totals = sorted((r["partition"], r["total"]) for r in Catalog(str(WAREHOUSE)).get_table("io.stock_total")
+                    .read().to_pylist())
+    assert totals == [("2026-11-01", 40), ("2026-11-02", 90)]  # each partition loaded only its own rows
+
+
+def test_paimon_resource_takes_s3_secrets_from_the_environment(monkeypatch):
+    from paimonflow.operators.dagster_resources import PaimonResource, S3Storage
+
+    monkeypatch.setenv("TEST_S3_SECRET", "env-secret-value")
+    resource = PaimonResource(warehouse="s3://lake/wh",
+                              storage=S3Storage(endpoint="http://127.0.0.1:9", access_key="AK",
+                                                secret_key=dg.EnvVar("TEST_S3_SECRET")))
+
+    @dg.op
+    def options(paimon: PaimonResource) -> dict:
+        return paimon.storage_options()
+
+    @dg.job
+    def show():
+        options()
+
+    result = show.execute_in_process(resources={"paimon": resource})
+    assert result.output_for_node("options") == {"s3.endpoint": "http://127.0.0.1:9", "s3.access-key": "AK",
+                                                 "s3.secret-key": "env-secret-value"}
