@@ -6,7 +6,7 @@ PYPAIMON_VENV := .venv-pypaimon
 STAMP := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 PYPAIMON_STAMP := $(PYPAIMON_VENV)/.installed-2.1.0
 
-.PHONY: demo test test-fast lint bench java-check clean venv pypaimon-venv
+.PHONY: demo test test-fast lint bench java-check chromium-check clean venv pypaimon-venv
 
 venv: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
@@ -26,13 +26,20 @@ $(PYPAIMON_STAMP):
 	$(PYPAIMON_VENV)/bin/python -m pip install --quiet 'pypaimon==2.1.0'
 	touch $@
 
+# Headless Chromium renders the Airflow table-health page in the tests (Debian package 'chromium').
+chromium-check:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else echo "The tests need Chromium: sudo apt-get install chromium (Debian/Ubuntu)"; exit 1; fi; }
+
 java-check:
 	@$(PYTHON) scripts/check_java.py
 
 demo: venv java-check
 	$(PY) -m paimonflow.dags_examples.demo
 
-test: venv pypaimon-venv
+test: venv pypaimon-venv chromium-check
 	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) -m pytest
 
 test-fast: venv

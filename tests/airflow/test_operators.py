@@ -191,3 +191,64 @@ def test_spark_submit_engine_through_the_airflow_spark_provider(airflow_db):
     t = Catalog(str(WAREHOUSE)).get_table("lab.sub")
     assert t.read().num_rows == 6
     assert t.latest_snapshot().commit_user == "airflow.paimon_test_spark_submit.submitted_write.20261120T000000"
+
+
+@pytest.mark.slow
+def test_health_page_served_by_the_airflow_api_server_renders_in_headless_chromium(airflow_db, tmp_path):
+    """The plugin's page through a real ``airflow api-server``, rendered by headless Chromium."""
+    import os
+    import shutil
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    from .conftest import HOME
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "make test installs Chromium (Debian package 'chromium')"
+    t = table("web", **{"target-file-size": "1 mb"})
+    for i in range(4):
+        t.write(pa.table({"id": [i, 20 + i], "v": ["x", "y"]}, schema=SCHEMA))
+    t.tags.create("release-1")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+           "AIRFLOW__API__PORT": str(port), "AIRFLOW_HOME": str(HOME)}
+    server = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "airflow"), "api-server", "--port",
+                               str(port), "--host", "127.0.0.1"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/paimonflow/health/lab.web?warehouse={WAREHOUSE}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/monitor/health", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the api-server did not come up"
+            time.sleep(1)
+        with urllib.request.urlopen(url, timeout=30) as r:
+            assert r.status == 200 and "Table health: lab.web" in r.read().decode()
+        flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=1280,1100", "--virtual-time-budget=5000"]
+        dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+        assert "snapshot timeline" in dom and "<svg" in dom and "release-1" in dom and "small file(s)" in dom
+        shot = tmp_path / "table-health.png"
+        subprocess.run([*flags, f"--screenshot={shot}", url], capture_output=True, timeout=120, check=True)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+        keep = os.environ.get("PAIMONFLOW_SCREENSHOT_TO")  # set by hand to refresh docs/images/
+        if keep:
+            shutil.copy(shot, keep)
+    finally:
+        import signal
+
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
