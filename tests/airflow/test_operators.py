@@ -252,3 +252,37 @@ def test_health_page_served_by_the_airflow_api_server_renders_in_headless_chromi
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_on_kill_cancels_the_running_spark_job(airflow_db, spark):
+    """Airflow calls on_kill when a task is killed: the operator cancels its Spark job group and
+    nothing is committed."""
+    from types import SimpleNamespace
+
+    from paimonflow.operators.paimon import PaimonWriteOperator
+
+    table("kill")
+    operator = PaimonWriteOperator(task_id="endless", table="lab.kill", warehouse=str(WAREHOUSE), engine="spark",
+                                   sql="select id, cast(id as string) as v from range(0, 5000000000, 1, 4)")
+    context = {"ti": SimpleNamespace(dag_id="d", task_id="endless", map_index=-1),
+               "logical_date": datetime(2026, 11, 20, tzinfo=UTC), "run_id": "manual", "outlet_events": None}
+    outcome: dict = {}
+
+    def run():
+        try:
+            outcome["result"] = operator.execute(context)
+        except Exception as exc:  # the cancelled job
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=run)
+    started = time.monotonic()
+    worker.start()
+    time.sleep(8)
+    operator.on_kill()
+    worker.join(timeout=120)
+    assert not worker.is_alive() and "error" in outcome, outcome
+    assert "cancel" in str(outcome["error"]).lower()
+    assert time.monotonic() - started < 100
+    assert Catalog(str(WAREHOUSE)).get_table("lab.kill").snapshot_manager.latest_id() is None
+
