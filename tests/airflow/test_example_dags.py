@@ -52,6 +52,15 @@ def test_hourly_ingestion_then_incremental_read(airflow_db, spark, orders):
     assert set(changes.column("rowkind").to_pylist()) == {"+I"}
     load_user = table.latest_snapshot().commit_user
     assert load_user.startswith("airflow.paimon_ingest_hourly.load.20261121T100000")
+    # the load task emitted an Asset event for the table, the snapshot id in its extra
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        events = session.execute(select(AssetEvent.extra).join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+                                 .where(AssetModel.name == "paimon/shop.orders")).scalars().all()
+    assert {"table": "shop.orders", "job": "write", "snapshot_id": table.latest_snapshot().id} in events
 
     # the same hour again (a retry, or a cleared run): nothing is committed twice
     snapshots = table.snapshot_manager.list_ids()
