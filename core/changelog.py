@@ -122,21 +122,10 @@ class ChangelogSettings:
 
 
 def changelog_settings(table) -> ChangelogSettings:
-    """The ``changelog.*`` options, each defaulting to its ``snapshot.*`` counterpart."""
-    from .options import parse_duration_millis
-
-    options, o = table.schema.options, table.options
-
-    def num(key: str, default: int) -> int:
-        return int(options[key]) if key in options else default
-
-    retain_min = num("changelog.num-retained.min", o.snapshot_num_retained_min)
-    retain_max = num("changelog.num-retained.max", o.snapshot_num_retained_max)
-    time_retained = parse_duration_millis(options["changelog.time-retained"]) if "changelog.time-retained" in options \
-        else o.snapshot_time_retained_millis
-    decoupled = (retain_max > o.snapshot_num_retained_max or retain_min > o.snapshot_num_retained_min
-                 or time_retained > o.snapshot_time_retained_millis)
-    return ChangelogSettings(retain_min, retain_max, time_retained, decoupled)
+    """The ``changelog.*`` options (each defaulting to its ``snapshot.*`` counterpart)."""
+    o = table.options
+    return ChangelogSettings(o.changelog_num_retained_min, o.changelog_num_retained_max,
+                             o.changelog_time_retained_millis, o.changelog_decoupled)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -277,20 +266,9 @@ def _list_files(table, names: Iterable[str | None]) -> list[str]:
 
 
 def _path_resolver(table):
-    from .binary_row import deserialize_row
-    from .write import bucket_directory
+    from .expire import entry_path_resolver
 
-    partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
-    decoded: dict[bytes, tuple] = {}
-
-    def path_of(entry) -> str:
-        values = decoded.get(entry.partition)
-        if values is None:
-            values = decoded[entry.partition] = tuple(deserialize_row(entry.partition, partition_types))
-        directory = bucket_directory(table.path, table.schema, table.options, values, entry.bucket)
-        return entry.file.external_path or join(directory, entry.file.file_name)
-
-    return path_of
+    return entry_path_resolver(table)
 
 
 def changelog_files(table, changelog: Snapshot) -> set[str]:

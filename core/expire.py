@@ -4,7 +4,7 @@ the files nothing retained needs, then the snapshot files, then move ``EARLIEST`
 The range ``[earliest, end)``: at least ``snapshot.num-retained.min`` snapshots stay; beyond
 ``snapshot.num-retained.max`` snapshots go whatever their age; in between a snapshot goes only
 when its *successor* is older than ``snapshot.time-retained`` (the 2.x rule); consumers cap the
-range at their next snapshot; at most ``snapshot.expire.limit`` snapshots go per run.
+range at their next snapshot (not with ``consumer.changelog-only``); at most ``snapshot.expire.limit`` snapshots go per run.
 
 What goes, in this order (a crash anywhere leaves a readable table and a rerun finishes):
 
@@ -81,7 +81,8 @@ def expire_range(table, *, retain_min: int, retain_max: int, time_retained_milli
         return earliest, None
     lowest = max(latest - retain_max + 1, earliest)
     end = latest - retain_min + 1
-    consumer_min = table.consumer_manager.min_next_snapshot()
+    # consumers protect what they have not read, unless they only protect changelogs
+    consumer_min = None if table.options.consumer_changelog_only else table.consumer_manager.min_next_snapshot()
     if consumer_min is not None:
         end = min(end, consumer_min)
     end = min(end, earliest + max_deletes)
@@ -94,13 +95,9 @@ def expire_range(table, *, retain_min: int, retain_max: int, time_retained_milli
     return earliest, (end if end > earliest else None)
 
 
-def plan_expiry(table, earliest: int, end: int, *, decoupled: bool = False) -> ExpirePlan:
-    """The files an expiry of ``[earliest, end)`` deletes. ``decoupled``: the changelog outlives
-    the snapshots, so what the changes need stays (changelog files and changelog manifests with a
-    changelog producer; APPEND data files and data manifests without one)."""
-    manager, mio = table.snapshot_manager, table.manifest_io
+def entry_path_resolver(table):
+    """``entry -> absolute path`` of manifest entries' data files (partitions decoded once each)."""
     partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
-    tags = sorted(table.tag_manager.list_tags().values(), key=lambda s: s.id)
     decoded: dict[bytes, tuple] = {}
 
     def path_of(entry) -> str:
@@ -109,6 +106,17 @@ def plan_expiry(table, earliest: int, end: int, *, decoupled: bool = False) -> E
             values = decoded[entry.partition] = tuple(deserialize_row(entry.partition, partition_types))
         directory = bucket_directory(table.path, table.schema, table.options, values, entry.bucket)
         return entry.file.external_path or join(directory, entry.file.file_name)
+
+    return path_of
+
+
+def plan_expiry(table, earliest: int, end: int, *, decoupled: bool = False) -> ExpirePlan:
+    """The files an expiry of ``[earliest, end)`` deletes. ``decoupled``: the changelog outlives
+    the snapshots, so what the changes need stays (changelog files and changelog manifests with a
+    changelog producer; APPEND data files and data manifests without one)."""
+    manager, mio = table.snapshot_manager, table.manifest_io
+    tags = sorted(table.tag_manager.list_tags().values(), key=lambda s: s.id)
+    path_of = entry_path_resolver(table)
 
     tag_files: dict[int, set] = {}
 
@@ -207,9 +215,9 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
     ``older_than_millis`` overrides ``snapshot.time-retained`` (a duration); ``clock`` returns
     seconds since the epoch (inject one in tests). ``progress(done, total)`` is called as files go.
     """
-    from .changelog import ChangelogManager, changelog_settings, expire_changelogs
+    from .changelog import ChangelogManager, expire_changelogs
 
-    decoupled = changelog_settings(table).decoupled
+    decoupled = table.options.changelog_decoupled
     o = table.options
     retain_min = o.snapshot_num_retained_min if retain_min is None else retain_min
     retain_max = o.snapshot_num_retained_max if retain_max is None else retain_max

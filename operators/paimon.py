@@ -90,19 +90,9 @@ class PaimonJobOperator(BaseOperator):
         return getattr(maintenance, self.job.replace("-", "_"))(spark, hook.location(self.table), **arguments).to_dict()
 
     def cli_arguments(self, arguments: dict[str, Any]) -> list[str]:
-        out = []
-        for key, value in arguments.items():
-            if value is None or value is False:
-                continue
-            flag = "--" + key.replace("_", "-")
-            if value is True:
-                out.append(flag)
-            elif isinstance(value, list | tuple):
-                for item in value:
-                    out += [flag, str(item)]
-            else:
-                out += [flag, str(value)]
-        return out
+        from paimonflow.jobs.registry import cli_arguments
+
+        return cli_arguments(arguments)
 
     # -- running --------------------------------------------------------------------------------
 
@@ -241,11 +231,6 @@ class PaimonWriteOperator(PaimonJobOperator):
                            commit_identifier=arguments["commit_identifier"])
         return {"job": "write", "table": self.table, **done.to_dict()}
 
-    def cli_arguments(self, arguments):
-        arguments = dict(arguments)
-        arguments["source-table"] = arguments.pop("source_table")
-        return super().cli_arguments(arguments)
-
 
 class PaimonCompactOperator(PaimonJobOperator):
     """Compact the table (``full``, or Paimon's universal compaction), buckets in parallel."""
@@ -278,11 +263,6 @@ class PaimonCompactOperator(PaimonJobOperator):
         result = hook.get_table(self.table).compact(**self._kwargs(arguments))
         return {"job": "compact", "table": self.table, **result.to_dict()}
 
-    def cli_arguments(self, arguments):
-        arguments = dict(arguments)
-        full = arguments.pop("full")
-        return [*super().cli_arguments(arguments), "--full" if full else "--no-full"]
-
 
 class PaimonExpireSnapshotsOperator(PaimonJobOperator):
     """Expire snapshots by the table's options (each overridable); ``dry_run`` plans only."""
@@ -302,11 +282,6 @@ class PaimonExpireSnapshotsOperator(PaimonJobOperator):
                 "older_than_millis": _millis(self.older_than), "max_deletes": self.max_deletes,
                 "dry_run": self.dry_run}
 
-    def cli_arguments(self, arguments):
-        arguments = dict(arguments)
-        millis = arguments.pop("older_than_millis")
-        return [*super().cli_arguments(arguments), *(["--older-than", f"{millis} ms"] if millis is not None else [])]
-
 
 class PaimonExpireChangelogsOperator(PaimonJobOperator):
     """Expire long-lived changelogs by the table's ``changelog.*`` options (each overridable)."""
@@ -325,11 +300,6 @@ class PaimonExpireChangelogsOperator(PaimonJobOperator):
         return {"retain_min": self.retain_min, "retain_max": self.retain_max,
                 "older_than_millis": _millis(self.older_than), "max_deletes": self.max_deletes,
                 "delete_all": self.delete_all, "dry_run": self.dry_run}
-
-    def cli_arguments(self, arguments):
-        from paimonflow.jobs.registry import cli_arguments
-
-        return cli_arguments(arguments)
 
 
 class PaimonExpirePartitionsOperator(PaimonJobOperator):
@@ -483,12 +453,6 @@ class PaimonReadChangesOperator(PaimonJobOperator):
         pq.write_table(rows, os.path.join(arguments["output"], "changes.parquet"))
         return {"job": self.job, "table": self.table, "snapshot_id": end, "rows": rows.num_rows,
                 "output": arguments["output"]}
-
-    def cli_arguments(self, arguments):
-        arguments = dict(arguments)
-        arguments["start"] = arguments.pop("start_snapshot")
-        arguments["end"] = arguments.pop("end_snapshot")
-        return super().cli_arguments(arguments)
 
 
 class PaimonBranchOperator(PaimonJobOperator):
