@@ -4,7 +4,8 @@ the files nothing retained needs, then the snapshot files, then move ``EARLIEST`
 The range ``[earliest, end)``: at least ``snapshot.num-retained.min`` snapshots stay; beyond
 ``snapshot.num-retained.max`` snapshots go whatever their age; in between a snapshot goes only
 when its *successor* is older than ``snapshot.time-retained`` (the 2.x rule); consumers cap the
-range at their next snapshot (not with ``consumer.changelog-only``); at most ``snapshot.expire.limit`` snapshots go per run.
+range at their next snapshot (not with ``consumer.changelog-only``); at most
+``snapshot.expire.limit`` snapshots go per run.
 
 What goes, in this order (a crash anywhere leaves a readable table and a rerun finishes):
 
@@ -82,7 +83,8 @@ def expire_range(table, *, retain_min: int, retain_max: int, time_retained_milli
     lowest = max(latest - retain_max + 1, earliest)
     end = latest - retain_min + 1
     # consumers protect what they have not read, unless they only protect changelogs
-    consumer_min = None if table.options.consumer_changelog_only else table.consumer_manager.min_next_snapshot()
+    consumers = table.consumer_manager
+    consumer_min = None if table.options.consumer_changelog_only else consumers.min_next_snapshot()
     if consumer_min is not None:
         end = min(end, consumer_min)
     end = min(end, earliest + max_deletes)

@@ -246,6 +246,14 @@ SNAPSHOT_NUM_RETAINED_MIN = _opt("snapshot.num-retained.min", 10, _ranged(1), "S
 SNAPSHOT_NUM_RETAINED_MAX = _opt("snapshot.num-retained.max", 2**31 - 1, _ranged(1), "Snapshots kept at most.")
 SNAPSHOT_TIME_RETAINED = _opt("snapshot.time-retained", 3_600_000, parse_duration_millis, "Age before a snapshot may go.")
 SNAPSHOT_EXPIRE_LIMIT = _opt("snapshot.expire.limit", 50, _ranged(1), "Snapshots one expiry run removes at most.")
+CHANGELOG_NUM_RETAINED_MIN = _opt("changelog.num-retained.min", None, _ranged(1),
+                                  "Changelogs always kept (default: snapshot.num-retained.min).")
+CHANGELOG_NUM_RETAINED_MAX = _opt("changelog.num-retained.max", None, _ranged(1),
+                                  "Changelogs kept at most (default: snapshot.num-retained.max).")
+CHANGELOG_TIME_RETAINED = _opt("changelog.time-retained", None, parse_duration_millis,
+                               "Age before a changelog may go (default: snapshot.time-retained).")
+CONSUMER_CHANGELOG_ONLY = _opt("consumer.changelog-only", False, parse_bool,
+                               "Consumers protect only changelogs, never snapshots, from expiry.")
 
 # Automatic tags and commit-time maintenance (core/auto_tag.py, core/maintain.py).
 TAG_AUTOMATIC_CREATION = _opt("tag.automatic-creation", "none", _choice("none", "process-time", "watermark", "batch"),
@@ -289,7 +297,6 @@ _KNOWN_PLAIN_KEYS = frozenset({
     "compaction.small-file-ratio", "compaction.optimization-interval", "compaction.force-rewrite-all-files",
     "write-buffer-for-append", "sort-spill-threshold", "write-buffer-spill.max-disk-size",
     "write.batch-size", "page-size", "changelog-producer.lookup-wait",
-    "changelog.num-retained.min", "changelog.num-retained.max", "changelog.time-retained",
     "snapshot.expire.execution-mode", "snapshot.clean-empty-directories",
     "tag.callback.enabled",
     "partition.expiration-time", "partition.timestamp-formatter",
@@ -446,6 +453,18 @@ class CoreOptions:
     snapshot_num_retained_max: int
     snapshot_time_retained_millis: int
     snapshot_expire_limit: int
+    changelog_num_retained_min: int
+    changelog_num_retained_max: int
+    changelog_time_retained_millis: int
+    consumer_changelog_only: bool
+
+    @property
+    def changelog_decoupled(self) -> bool:
+        """The changelog outlives the snapshots (Paimon's ``changelogLifecycleDecoupled``):
+        some ``changelog.*`` retention exceeds its ``snapshot.*`` counterpart."""
+        return (self.changelog_num_retained_max > self.snapshot_num_retained_max
+                or self.changelog_num_retained_min > self.snapshot_num_retained_min
+                or self.changelog_time_retained_millis > self.snapshot_time_retained_millis)
 
     @classmethod
     def from_map(cls, options: Mapping[str, str]) -> CoreOptions:
@@ -457,6 +476,9 @@ class CoreOptions:
 
         def split(value: str | None) -> tuple[str, ...] | None:
             return tuple(s.strip() for s in value.split(",") if s.strip()) if value else None
+
+        def unless_set(option: Option[Any], snapshot_option: Option[Any]) -> Any:  # changelog.* -> snapshot.*
+            return p[snapshot_option.key] if p[option.key] is None else p[option.key]
 
         return cls(
             raw=dict(options),
@@ -504,6 +526,10 @@ class CoreOptions:
             snapshot_num_retained_max=p[SNAPSHOT_NUM_RETAINED_MAX.key],
             snapshot_time_retained_millis=p[SNAPSHOT_TIME_RETAINED.key],
             snapshot_expire_limit=p[SNAPSHOT_EXPIRE_LIMIT.key],
+            changelog_num_retained_min=unless_set(CHANGELOG_NUM_RETAINED_MIN, SNAPSHOT_NUM_RETAINED_MIN),
+            changelog_num_retained_max=unless_set(CHANGELOG_NUM_RETAINED_MAX, SNAPSHOT_NUM_RETAINED_MAX),
+            changelog_time_retained_millis=unless_set(CHANGELOG_TIME_RETAINED, SNAPSHOT_TIME_RETAINED),
+            consumer_changelog_only=p[CONSUMER_CHANGELOG_ONLY.key],
         )
 
     def target_file_size_for(self, primary_key_table: bool) -> int:

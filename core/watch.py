@@ -159,8 +159,10 @@ def watch(snapshot_manager: SnapshotManager, last: Observation | None, *,
     * new range: ``last.snapshot_id + 1 .. L.id`` (``E .. L.id`` when ``last`` is None or rolled
       back; empty when ``L.id == last.snapshot_id``).
     * ``expired_past``: expiry removed snapshots the watcher never saw: ``E > last.snapshot_id + 1``
-      and ``snapshot-<last.snapshot_id + 1>`` is indeed gone. The range still starts right after
-      ``last`` (its first ids no longer exist and count as ``missing`` if they are read).
+      and ``snapshot-<last.snapshot_id + 1>`` is indeed gone, and no long-lived
+      ``changelog-<last.snapshot_id + 1>`` (decoupled changelog) covers it either; snapshots that
+      live on as changelogs are read from there and are not ``missing``. The range still starts
+      right after ``last`` (its first ids no longer exist and count as ``missing`` if read).
     * kind counts read each new snapshot file, newest first, at most ``max_reads`` of them
       (``truncated`` if the range is longer).
 
@@ -192,7 +194,7 @@ def watch(snapshot_manager: SnapshotManager, last: Observation | None, *,
     counts[latest.commit_kind] += 1
     missing = 0
     for sid in range(latest.id - 1, counted_from - 1, -1):
-        snapshot = snapshot_manager.try_snapshot(sid)
+        snapshot = snapshot_manager.try_snapshot(sid) or _long_lived_changelog(snapshot_manager, sid)
         if snapshot is None:
             missing += 1  # expired while we read (or before, when expired_past)
             continue
@@ -217,8 +219,18 @@ def _missed_by_expiry(snapshot_manager: SnapshotManager, first_new: int) -> bool
     # Expiry deletes from the oldest id up, so if the first new id survives, nothing was missed.
     if snapshot_manager.exists(first_new):
         return False
+    if _long_lived_changelog(snapshot_manager, first_new) is not None:
+        return False  # a decoupled changelog still covers it: readers follow changelog-<id>
     earliest = snapshot_manager.earliest_id()
     return earliest is not None and earliest > first_new
+
+
+def _long_lived_changelog(snapshot_manager: SnapshotManager, snapshot_id: int) -> Snapshot | None:
+    """``changelog/changelog-<id>``, which an expired snapshot leaves when the changelog is decoupled."""
+    from .changelog import ChangelogManager
+
+    manager = snapshot_manager
+    return ChangelogManager(manager.file_io, manager.table_path, manager.branch).try_changelog(snapshot_id)
 
 
 def _zero_counts() -> dict[CommitKind, int]:

@@ -147,14 +147,22 @@ def test_producer_none_keeps_append_files_until_their_changelog_goes(tmp_path):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(st.sampled_from(["write", "write", "compact", "expire", "expire_changelog", "tag"]),
-                    min_size=3, max_size=14),
+@given(ops=st.lists(st.sampled_from(["write", "write", "compact", "expire", "expire_changelog", "tag", "jump",
+                                     "expire_by_options", "consume"]), min_size=3, max_size=16),
        producer=st.sampled_from(["input", "none"]))
 def test_property_nothing_needed_is_ever_missing(tmp_path_factory, ops, producer):
-    t = make(tmp_path_factory.mktemp("p"), "t", **{"changelog-producer": producer, "write-only": "true"})
+    import time
+
+    t = make(tmp_path_factory.mktemp("p"), "t", **{"changelog-producer": producer, "write-only": "true",
+                                                   "changelog.num-retained.min": "1", "changelog.num-retained.max": "5",
+                                                   "changelog.time-retained": "3 h"})
     manager = ChangelogManager(t.file_io, t.path)
     mode = "changelog" if producer != "none" else "delta"
-    n = 0
+    n, offset, consumed = 0, 0.0, None
+
+    def clock() -> float:
+        return time.time() + offset
+
     for op in ["write", *ops]:
         if op == "write":
             t.write(pa.table({"id": [n % 4], "v": [f"w{n}"]}, schema=SCHEMA))
@@ -165,6 +173,13 @@ def test_property_nothing_needed_is_ever_missing(tmp_path_factory, ops, producer
             t.expire_snapshots(retain_min=1, older_than_millis=0)
         elif op == "expire_changelog":
             expire_changelogs(t, retain_min=1, retain_max=3, older_than_millis=0)
+        elif op == "jump":  # the expiry clock leaps an hour and a half ahead of the commit times
+            offset += 5400
+        elif op == "expire_by_options":  # snapshot.* then changelog.* by the table's options, on the clock
+            t.expire_snapshots(clock=clock)
+        elif op == "consume":
+            consumed = t.snapshot_manager.latest_id()
+            t.consumer_manager.record("reader", consumed)
         elif op == "tag" and t.latest_snapshot() is not None:
             t.tags.create(f"t{n}-{len(t.tags.list())}", snapshot_id=t.snapshot_manager.latest_id())
         assert missing_files(t) == []
@@ -173,7 +188,60 @@ def test_property_nothing_needed_is_ever_missing(tmp_path_factory, ops, producer
         snaps = t.snapshot_manager.list_ids()
         assert snaps == list(range(snaps[0], snaps[-1] + 1))
         if ids:  # contiguous with the snapshots, and every change since the earliest changelog reads
-            assert ids[-1] < snaps[0]
+            assert ids[-1] == snaps[0] - 1
             t.read_changes(ids[0] - 1, snaps[-1], mode=mode)
+        if consumed is not None:  # the consumer's next snapshot is still there, as snapshot or changelog
+            assert consumed in snaps or consumed in ids
         for sid in snaps:
             t.read(snapshot_id=sid)
+
+
+def test_changelog_options_are_typed_and_default_to_the_snapshot_ones(tmp_path):
+    from paimonflow.core.errors import InvalidOptionError
+    from paimonflow.core.options import CoreOptions
+
+    plain = CoreOptions.from_map({"snapshot.num-retained.min": "3", "snapshot.time-retained": "2 h"})
+    assert (plain.changelog_num_retained_min, plain.changelog_time_retained_millis) == (3, 7_200_000)
+    assert not plain.changelog_decoupled and not plain.consumer_changelog_only
+    assert CoreOptions.from_map({"changelog.time-retained": "2 h"}).changelog_decoupled  # above the 1 h default
+    assert CoreOptions.from_map({"changelog.num-retained.max": "50", "snapshot.num-retained.max": "40"}).changelog_decoupled
+    assert not CoreOptions.from_map({"changelog.num-retained.min": "5"}).changelog_decoupled  # below the 10 default
+    with pytest.raises(InvalidOptionError, match=r"changelog\.num-retained\.min"):
+        make(tmp_path, "bad", **{"changelog.num-retained.min": "zero"})
+
+
+def test_consumer_changelog_only_lets_snapshots_expire_but_protects_changelogs(tmp_path):
+    t = make(tmp_path, "t", **{"changelog-producer": "input"})
+    write_rounds(t, 6)
+    t.consumer_manager.record("reader", 2)
+    t.expire_snapshots(retain_min=1, older_than_millis=0)
+    assert t.snapshot_manager.earliest_id() == 2  # the consumer protects snapshots by default
+
+    c = make(tmp_path, "c", **{"changelog-producer": "input", "consumer.changelog-only": "true"})
+    write_rounds(c, 6)
+    c.consumer_manager.record("reader", 2)
+    c.expire_snapshots(retain_min=1, older_than_millis=0)
+    latest = c.snapshot_manager.latest_id()
+    assert c.snapshot_manager.earliest_id() == latest  # ... but not with consumer.changelog-only
+    manager = ChangelogManager(c.file_io, c.path)
+    assert manager.list_ids() == list(range(1, latest))
+    expire_changelogs(c, retain_min=1, retain_max=1, older_than_millis=0)
+    assert manager.list_ids() == list(range(2, latest))  # the changelogs the consumer has not read stay
+    assert changes(c, 1, latest, "changelog") and missing_files(c) == []
+
+
+def test_watch_follows_changelogs_below_the_earliest_snapshot(tmp_path):
+    from paimonflow.core.watch import Observation, watch
+
+    for name, decoupled in (("d", True), ("p", False)):
+        options = {"changelog-producer": "input"} if decoupled else {"changelog.num-retained.min": "2"}
+        t = make(tmp_path, name, **options)
+        write_rounds(t, 1)
+        seen = Observation.of(t.latest_snapshot())
+        write_rounds(t, 5)
+        t.expire_snapshots(retain_min=1, older_than_millis=0)
+        result = watch(t.snapshot_manager, seen)
+        latest = t.snapshot_manager.latest_id()
+        assert result.new_range == (2, latest)
+        assert result.expired_past is not decoupled
+        assert result.missing == (0 if decoupled else latest - 2)
