@@ -12,8 +12,11 @@ Changelog expiry (:func:`expire_changelogs`) removes the oldest long-lived chang
 when its own commit time is older than ``changelog.time-retained``, consumers always protect
 what they have not read, and the latest changelog stays. Each expired changelog takes the files
 only it still needed (never a file a tag, the earliest snapshot, another changelog or another
-branch holds), then its JSON; ``EARLIEST`` moves last. ``delete_all`` removes every changelog of
-a table that is no longer decoupled (all of them older than the earliest snapshot).
+branch holds): its changelog files, or for producer ``none`` the files its delta added that nothing
+holds any more and the APPEND files its delta deleted (which snapshot expiry left to the
+changelog, as Paimon's ``ChangelogDeletion`` does), then its JSON; ``EARLIEST`` moves last.
+``delete_all`` removes every changelog of a table that is no longer decoupled (all of them older
+than the earliest snapshot).
 """
 
 from __future__ import annotations
@@ -149,7 +152,17 @@ def expire_changelogs(table, *, retain_min: int | None = None, retain_max: int |
                       older_than_millis: int | None = None, max_deletes: int | None = None,
                       delete_all: bool = False, dry_run: bool = False,
                       clock: Callable[[], float] = time.time) -> ChangelogExpiry:
-    """Expire long-lived changelogs by the table's ``changelog.*`` options (each overridable)."""
+    """Expire long-lived changelogs by the table's ``changelog.*`` options (each overridable).
+
+    ``retain_min``/``retain_max`` count back from the latest *snapshot* id; in between, a
+    changelog goes once its own commit time is older than ``older_than_millis`` (default
+    ``changelog.time-retained``; ``clock`` returns epoch seconds). Consumers cap the range at
+    their next snapshot, ``max_deletes`` (default ``snapshot.expire.limit``) bounds a run and the
+    latest changelog always stays. ``dry_run`` only plans. ``delete_all`` removes every changelog
+    and both hints, and raises :class:`InvalidArgumentError` unless all changelogs precede the
+    earliest snapshot. Idempotent: a rerun after a crash finishes the job. Raises
+    :class:`InvalidArgumentError` unless ``1 <= retain_min <= retain_max``.
+    """
     manager = ChangelogManager(table.file_io, table.path, table.branch)
     snapshots = table.snapshot_manager
     if delete_all:
@@ -233,12 +246,19 @@ def _plan(table, manager: ChangelogManager, earliest: int, end: int) -> dict:
         with contextlib.suppress(FileNotFoundStorageError):
             if _has_producer(table):
                 entries = [e for e in mio.changelog_entries(changelog) if e.kind is FileKind.ADD]
-            else:  # producer none: the delta's files, unless still live in what stays (checked below)
-                entries = [e for m in mio._lists.read(changelog.delta_manifest_list)
-                           for e in mio._files.read(m.file_name)]
+            else:  # producer none: the files this delta added, unless still live in what stays
+                # (checked below), and the APPEND files it deleted, which snapshot expiry left for
+                # the changelog (Paimon's ChangelogDeletion: no file outlives every changelog)
+                delta = [e for m in mio._lists.read(changelog.delta_manifest_list)
+                         for e in mio._files.read(m.file_name)]
+                readded = {(e.partition, e.bucket, e.file.file_name) for e in delta if e.kind is FileKind.ADD}
+                entries = [e for e in delta if e.kind is FileKind.ADD
+                           or (e.partition, e.bucket, e.file.file_name) not in readded]  # not upgrades
             for e in entries:
                 if (e.partition, e.bucket, e.file.file_name) not in keep_data and path_of(e) not in keep_paths:
                     data.append(path_of(e))
+                    folder = path_of(e).rsplit("/", 1)[0]
+                    data.extend(join(folder, extra) for extra in e.file.extra_files)
         names = [changelog.changelog_manifest_list] if _has_producer(table) else [
             changelog.base_manifest_list, changelog.delta_manifest_list]
         for path in _list_files(table, names):

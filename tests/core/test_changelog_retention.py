@@ -245,3 +245,19 @@ def test_watch_follows_changelogs_below_the_earliest_snapshot(tmp_path):
         assert result.new_range == (2, latest)
         assert result.expired_past is not decoupled
         assert result.missing == (0 if decoupled else latest - 2)
+
+
+def test_producer_none_append_files_expire_with_the_changelog_that_deleted_them(tmp_path):
+    t = make(tmp_path, "t", **{"write-only": "true"})
+    write_rounds(t, 4)  # APPEND files, still live when their changelogs expire
+    t.expire_snapshots(retain_min=1, older_than_millis=0)
+    expire_changelogs(t, retain_min=1, retain_max=1, older_than_millis=0)
+    assert missing_files(t) == [] and t.remove_orphan_files(older_than_millis=0, dry_run=True).orphans == ()
+    t.compact(full=True)  # now a delta deletes them: its changelog takes them when it goes
+    write_rounds(t, 2)
+    t.expire_snapshots(retain_min=1, older_than_millis=0)
+    assert missing_files(t) == []
+    expire_changelogs(t, retain_min=1, retain_max=1, older_than_millis=0)
+    assert missing_files(t) == []
+    assert t.remove_orphan_files(older_than_millis=0, dry_run=True).orphans == ()  # nothing leaked
+    assert t.read().num_rows == len({r["id"] for r in t.read().to_pylist()})
