@@ -14,7 +14,7 @@ import pytest
 
 from paimonflow.core import Catalog
 
-from .conftest import LANDING, WAREHOUSE
+from .conftest import LANDING, WAREHOUSE, import_definitions
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
                     ("amount", pa.float64())])
@@ -22,16 +22,14 @@ HOUR = "2026-11-21-10:00"
 
 
 @pytest.fixture(scope="module")
-def defs_module():
+def defs_module(dagster_env):
     catalog = Catalog(str(WAREHOUSE))
     catalog.create_database("shop", ignore_if_exists=True)
     catalog.create_table("shop.orders", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
                          options={"bucket": "2"}, ignore_if_exists=True)
     catalog.create_table("shop.daily_sales", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
                          options={"bucket": "1"}, ignore_if_exists=True)
-    import paimonflow.dags_examples.dagster_definitions as module
-
-    return module
+    return import_definitions()
 
 
 def land(folder: str, ids, dt: str, amount: float) -> None:
@@ -45,7 +43,7 @@ def orders():
     return Catalog(str(WAREHOUSE)).get_table("shop.orders")
 
 
-def test_definitions_validate_with_the_dagster_cli():
+def test_definitions_validate_with_the_dagster_cli(dagster_env):
     proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "dagster"), "definitions", "validate",
                            "-m", "paimonflow.dags_examples.dagster_definitions"], capture_output=True, text=True,
                           timeout=300)
