@@ -34,16 +34,6 @@ def _with_kinds(table: pa.Table, kinds: np.ndarray) -> pa.Table:
     return table.add_column(0, ROWKIND, _KIND_NAMES.take(pa.array(kinds.astype(np.int64))))
 
 
-def _concat(parts: list[pa.Table]) -> pa.Table:
-    """Concatenate parts whose fields may differ only in nullability (a partition column is read
-    as NOT NULL from one file and nullable from another): the result is nullable where any is."""
-    if all(p.schema == parts[0].schema for p in parts):
-        return pa.concat_tables(parts)
-    relaxed = pa.schema([f.with_nullable(any(p.schema.field(f.name).nullable for p in parts))
-                         for f in parts[0].schema])
-    return pa.concat_tables([p.cast(relaxed) for p in parts])
-
-
 def read_changes(table, start: int, end: int, *, mode: str = "auto",
                  columns: Sequence[str] | None = None) -> pa.Table:
     """Rows changed after snapshot ``start`` up to and including ``end``, with ``rowkind`` first
@@ -94,7 +84,7 @@ def read_changes(table, start: int, end: int, *, mode: str = "auto",
             parts.append(_with_kinds(rows.select(wanted), kinds))
     if not parts:
         return _with_kinds(reader.output_schema(wanted).empty_table(), np.zeros(0, np.int8))
-    return _concat(parts)
+    return pa.concat_tables(parts)
 
 
 def _diff(table, reader, before, after, wanted: list[str]) -> pa.Table:
@@ -119,4 +109,4 @@ def _diff(table, reader, before, after, wanted: list[str]) -> pa.Table:
             parts.append(_with_kinds(rows.select(wanted), kinds))
     if not parts:
         return _with_kinds(reader.output_schema(wanted).empty_table(), np.zeros(0, np.int8))
-    return _concat(parts)
+    return pa.concat_tables(parts)

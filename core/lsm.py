@@ -262,11 +262,8 @@ def changelog_between(old: pa.Table | None, new: pa.Table, keys: Sequence[str], 
     sources, join_rows, kinds = sources[order], join_rows[order], kinds[order]
     from_old = sources == 0
     parts_index = np.where(from_old, o_idx[join_rows], n_idx[join_rows] + old.num_rows)
-    both = [old.select([*values, df.SEQUENCE_NUMBER]), new.select([*values, df.SEQUENCE_NUMBER])]
-    if both[0].schema != both[1].schema:  # e.g. a partition column read as nullable from one side
-        relaxed = pa.schema([f.with_nullable(True) for f in both[0].schema])
-        both = [t.cast(relaxed) for t in both]
-    both_tables = pa.concat_tables(both).combine_chunks()
+    both_tables = pa.concat_tables([old.select([*values, df.SEQUENCE_NUMBER]),
+                                    new.select([*values, df.SEQUENCE_NUMBER])]).combine_chunks()
     # keys only the old state holds (absent from ``new`` altogether): deleted
     gone = left.join(right.select([f"k{i}" for i in range(len(keys))]),
                      keys=[f"k{i}" for i in range(len(keys))], join_type="left anti").column("o").to_numpy()

@@ -346,8 +346,8 @@ class SplitReader:
             back = np.empty_like(by_row)
             back[by_row] = np.arange(len(by_row))
             values = values.take(pa.array(back))  # back to key order
-            for name in value_columns:
-                result = result.append_column(name, values.column(name))
+            for name in value_columns:  # keep the field (nullability included), not just the name
+                result = result.append_column(values.schema.field(name), values.column(name))
         return result.select([*wanted, *system])
 
 
