@@ -329,25 +329,10 @@ def _task_write(location: TableLocation, options: Mapping[str, str], overwrite: 
     elif task >= stride:
         raise InvalidArgumentError(f"Spark task {task} exceeds sequence-stride {stride}: coalesce the DataFrame "
                                    "or raise the sequence-stride option")
-    rowkind = _first(options, "rowkind-column")
-    writer = table.new_write(overwrite=overwrite, sequence_stride=stride, sequence_offset=task, compact=False)
-    try:
-        for batch in iterator:
-            if rowkind:
-                kinds = batch.column(batch.schema.get_field_index(rowkind))
-                batch = batch.drop_columns([rowkind]) if hasattr(batch, "drop_columns") else \
-                    pa.RecordBatch.from_arrays([c for n, c in zip(batch.schema.names, batch.columns, strict=True)
-                                                if n != rowkind],
-                                               names=[n for n in batch.schema.names if n != rowkind])
-                writer.write(batch, row_kinds=kinds)
-            else:
-                writer.write(batch)
-        messages = writer.prepare_commit()
-    except BaseException:
-        table.manifest_io.delete_data_files(writer.pending_messages())
-        raise
-    finally:
-        writer.close()
+    from .write import write_batches
+
+    messages = write_batches(table, iterator, row_kind_column=_first(options, "rowkind-column"), overwrite=overwrite,
+                             sequence_stride=stride, sequence_offset=task, compact=False)
     return PaimonflowCommitMessage(pickle.dumps(messages))
 
 
@@ -365,9 +350,10 @@ def _commit(location: TableLocation, options: Mapping[str, str], overwrite: bool
     core_messages = _messages(messages)
     committer = table.new_commit(commit_user)
     identifier = BATCH_COMMIT_IDENTIFIER if identifier is None else identifier
-    if commit_user is not None and committer.already_committed(identifier) is not None:
+    existing = committer.already_committed(identifier) if commit_user is not None else None
+    if existing is not None:
         table.manifest_io.delete_data_files(core_messages)  # a replay: its files are not needed
-        return committer.already_committed(identifier).id
+        return existing.id
     try:
         result = committer.commit(core_messages, commit_identifier=identifier,
                                   overwrite=_overwrite_spec(table, options, overwrite))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,9 +32,3 @@ class Stopwatch:
     @property
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
-
-
-@contextmanager
-def timed():
-    watch = Stopwatch()
-    yield watch

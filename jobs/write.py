@@ -77,24 +77,32 @@ def _with_buckets(location: TableLocation):
     return add
 
 
+def write_batches(table, batches: Iterator[pa.RecordBatch], *, row_kind_column: str | None = None,
+                  drop: Sequence[str] = (), **new_write: object) -> list:
+    """One Spark task's write: every batch (less ``drop`` and the row-kind column, whose values
+    give each row's kind) through one core writer; returns its commit messages. On failure the
+    files already written are deleted (nothing will ever commit them)."""
+    writer = table.new_write(**new_write)
+    try:
+        for batch in batches:
+            kinds = batch.column(batch.schema.get_field_index(row_kind_column)) if row_kind_column else None
+            unwanted = [n for n in (*drop, row_kind_column) if n and n in batch.schema.names]
+            writer.write(batch.drop_columns(unwanted) if unwanted else batch, row_kinds=kinds)
+        return writer.prepare_commit()
+    except BaseException:
+        table.manifest_io.delete_data_files(writer.pending_messages())
+        raise
+    finally:
+        writer.close()
+
+
 def _writer_task(location: TableLocation, overwrite: bool, row_kind_column: str | None):
-    """mapInArrow function: write this task's rows; yield its pickled commit messages."""
+    """mapInArrow function: write this task's rows (it owns their buckets); yield its pickled
+    commit messages."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = location.open()
-        writer = table.new_write(overwrite=overwrite)
-        try:
-            for batch in batches:
-                names = [n for n in batch.schema.names if n not in (BUCKET_COLUMN, row_kind_column)]
-                rows = pa.Table.from_batches([batch]).select(names)
-                kinds = batch.column(batch.schema.get_field_index(row_kind_column)) if row_kind_column else None
-                writer.write(rows, row_kinds=kinds)
-            messages = writer.prepare_commit()
-        except BaseException:
-            table.manifest_io.delete_data_files(writer.pending_messages())
-            raise
-        finally:
-            writer.close()
+        messages = write_batches(location.open(), batches, row_kind_column=row_kind_column, drop=[BUCKET_COLUMN],
+                                 overwrite=overwrite)
         yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(messages)]}, schema=pa.schema([("payload", pa.binary())]))
 
     return write
