@@ -79,15 +79,17 @@ class PaimonJobOperator(BaseOperator):
         """The job's keyword arguments (rendered fields, checked here)."""
         return {}
 
-    def run_core(self, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
-        from paimonflow.jobs import maintenance
-
-        return getattr(maintenance, self.job.replace("-", "_"))(None, hook.location(self.table), **arguments).to_dict()
-
     def run_spark(self, spark, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
-        from paimonflow.jobs import maintenance
+        return self._registered(spark, hook, arguments)
 
-        return getattr(maintenance, self.job.replace("-", "_"))(spark, hook.location(self.table), **arguments).to_dict()
+    def run_core(self, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Maintenance jobs plan and act on the driver, so without Spark they are the same call."""
+        return self._registered(None, hook, arguments)
+
+    def _registered(self, spark, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
+        from paimonflow.jobs.registry import run_job
+
+        return run_job(self.job, spark, hook.location(self.table), arguments)
 
     def cli_arguments(self, arguments: dict[str, Any]) -> list[str]:
         from paimonflow.jobs.registry import cli_arguments
