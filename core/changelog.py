@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .errors import FileNotFoundStorageError, InvalidArgumentError, StorageError
+from .expire import entry_path_resolver
 from .faults import crash_point
 from .fs import join
 from .manifest import FileKind
@@ -224,7 +225,7 @@ def _plan(table, manager: ChangelogManager, earliest: int, end: int) -> dict:
     from .expire import _metadata_files
 
     mio = table.manifest_io
-    path_of = _path_resolver(table)
+    path_of = entry_path_resolver(table)
     others = files_of_other_branches(table)
     keepers: list[Snapshot] = [s for s in (table.snapshot_manager.earliest(),) if s]
     keepers += list(table.tag_manager.list_tags().values())
@@ -261,7 +262,7 @@ def _plan(table, manager: ChangelogManager, earliest: int, end: int) -> dict:
                     data.extend(join(folder, extra) for extra in e.file.extra_files)
         names = [changelog.changelog_manifest_list] if _has_producer(table) else [
             changelog.base_manifest_list, changelog.delta_manifest_list]
-        for path in _list_files(table, names):
+        for path in manifest_files(table, names):
             if path not in keep_meta and path not in keep_paths:
                 metadata.append(path)
     return {"earliest": earliest, "end": end, "changelog_ids": tuple(ids),
@@ -273,7 +274,8 @@ def _has_producer(table) -> bool:
     return str(table.options.changelog_producer) != "none"
 
 
-def _list_files(table, names: Iterable[str | None]) -> list[str]:
+def manifest_files(table, names: Iterable[str | None]) -> list[str]:
+    """The manifest lists ``names`` and every manifest they list (absolute paths; gone ones skipped)."""
     mio = table.manifest_io
     out = []
     for name in names:
@@ -285,25 +287,19 @@ def _list_files(table, names: Iterable[str | None]) -> list[str]:
     return out
 
 
-def _path_resolver(table):
-    from .expire import entry_path_resolver
-
-    return entry_path_resolver(table)
-
-
 def changelog_files(table, changelog: Snapshot) -> set[str]:
     """What a long-lived changelog keeps alive (absolute paths): its changelog manifests and
     changelog files, or for producer ``none`` its data manifests and the APPEND files its delta
     added. Files already gone are skipped (orphan removal must not abort over them)."""
     mio = table.manifest_io
-    path_of = _path_resolver(table)
+    path_of = entry_path_resolver(table)
     out: set[str] = set()
     with contextlib.suppress(FileNotFoundStorageError):
         if _has_producer(table):
-            out |= set(_list_files(table, [changelog.changelog_manifest_list]))
+            out |= set(manifest_files(table, [changelog.changelog_manifest_list]))
             out |= {path_of(e) for e in mio.changelog_entries(changelog)}
         else:
-            out |= set(_list_files(table, [changelog.base_manifest_list, changelog.delta_manifest_list]))
+            out |= set(manifest_files(table, [changelog.base_manifest_list, changelog.delta_manifest_list]))
             out |= {path_of(e) for m in mio._lists.read(changelog.delta_manifest_list)
                     for e in mio._files.read(m.file_name) if e.kind is FileKind.ADD}
     return out

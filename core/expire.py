@@ -170,9 +170,9 @@ def plan_expiry(table, earliest: int, end: int, *, decoupled: bool = False) -> E
                         changelog.append(path_of(e))
         kept = set()
         if decoupled:  # the long-lived changelog keeps its manifests
-            from .changelog import _list_files
+            from .changelog import manifest_files
 
-            kept = set(_list_files(table, [snapshot.changelog_manifest_list] if producer != "none" else
+            kept = set(manifest_files(table, [snapshot.changelog_manifest_list] if producer != "none" else
                                    [snapshot.base_manifest_list, snapshot.delta_manifest_list]))
         metadata.extend(f for f in _metadata_files(table, snapshot) if f not in protected and f not in kept)
     snapshot_ids = tuple(sid for sid in range(earliest, end) if manager.exists(sid))
