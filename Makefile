@@ -6,7 +6,7 @@ PYPAIMON_VENV := .venv-pypaimon
 STAMP := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 PYPAIMON_STAMP := $(PYPAIMON_VENV)/.installed-2.1.0
 
-.PHONY: demo test test-fast lint bench java-check chromium-check clean venv pypaimon-venv
+.PHONY: demo test test-fast lint bench java-check chromium-check clean venv pypaimon-venv reliability-long
 
 venv: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
@@ -60,3 +60,9 @@ bench: venv pypaimon-venv $(PYPAIMON_RUST_STAMP)
 
 clean:
 	rm -rf $(VENV) $(PYPAIMON_VENV) build *.egg-info demo-warehouse
+
+# The reliability programme's long tier (docs/reliability.md): every harness scaled up, with
+# results in build/reliability/results-long.json. `make test` runs the same harnesses at fast scale.
+reliability-long: venv pypaimon-venv
+	PAIMONFLOW_RELIABILITY_TIER=long PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python \
+	  $(PY) -m pytest -m reliability --timeout 3600 -p no:cacheprovider
