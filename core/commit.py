@@ -252,12 +252,13 @@ class TableCommit:
                                   kind=CommitKind.COMPACT, _follow_up=True)
         except CommitOutcomeUnknownError:
             raise  # the COMPACT snapshot may have landed: keep every file
-        except (CommitConflictError, CommitRetriesExhaustedError) as exc:
+        except PaimonflowError as exc:  # conflict, retries exhausted, storage failure: it did not land
             self._manifests.delete_data_files(compacts)  # unreferenced: the compaction did not land
             if first.snapshot_id is None:
-                raise  # nothing but a compaction was asked for: report its conflict
-            # The new rows are committed; only the writer's optional compaction lost (another
-            # compaction of the bucket got there first).
+                raise  # nothing but a compaction was asked for: report its failure
+            # The new rows are committed; only the writer's optional compaction is lost (another
+            # compaction of the bucket got there first, or storage failed before its publish). A
+            # retry of this commit finds it committed; the next compaction picks the files up.
             _log.warning("commit %s: new files committed as snapshot %s; the writer's compaction was "
                          "dropped: %s", identifier, first.snapshot_id, exc)
             return dataclasses.replace(first, notes=(f"compaction dropped: {exc}",))
@@ -275,6 +276,23 @@ class TableCommit:
 
     def _try_commit(self, adds, deletes, changelog, overwrite, kind, identifier, properties,
                     index_changes=((), ())) -> CommitResult:
+        state: dict[str, int | None] = {"ambiguous_since": None}
+        try:
+            return self._try_commit_loop(adds, deletes, changelog, overwrite, kind, identifier, properties,
+                                         index_changes, state)
+        except CommitOutcomeUnknownError:
+            raise
+        except PaimonflowError as exc:
+            if state["ambiguous_since"] is None:
+                raise  # no publish of ours can have landed
+            # An earlier publish may have landed and this failure kept us from finding out: the
+            # outcome is unknown, and nothing may be cleaned up.
+            raise CommitOutcomeUnknownError(
+                f"a publish of this commit failed in an unknown way and checking it failed too; retry with "
+                f"commit user {self.commit_user!r} and identifier {identifier}: {exc}") from exc
+
+    def _try_commit_loop(self, adds, deletes, changelog, overwrite, kind, identifier, properties,
+                         index_changes, state: dict[str, int | None]) -> CommitResult:
         options = self._options
         started = self._clock()
         attempt = 0
@@ -322,6 +340,8 @@ class TableCommit:
                         f"retry with commit user {self.commit_user!r} and identifier {identifier}: {exc}"
                     ) from exc
                 ambiguous_since = latest.id if latest is not None else 0
+                if state["ambiguous_since"] is None:
+                    state["ambiguous_since"] = ambiguous_since
                 self._sleep(attempt)
                 continue
             if landed:
