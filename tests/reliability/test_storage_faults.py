@@ -26,8 +26,11 @@ succeeds; the rows must equal a model and every referenced file must exist.
 from __future__ import annotations
 
 import contextlib
+import functools
+import multiprocessing
 import random
 import shutil
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,9 +42,13 @@ import pytest
 from paimonflow.core import Catalog
 from paimonflow.core.errors import PaimonflowError, TagNotFoundError
 from paimonflow.core.fs import LocalFileIO
+from paimonflow.core.orphans import referenced_files
 from paimonflow.core.table import Table
+from tests.reliability import crash_child
 from tests.reliability.faulty_io import WRITE, FaultPlan, FaultyFileIO
 from tests.reliability.oracle import missing_needed_files
+
+METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog", "branch")
 
 DB = "faults"
 PK_SCHEMA = pa.schema([pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False),
@@ -268,15 +275,22 @@ def run_case(prepared: Prepared, scenario: Scenario, offset: int, fault: str, wo
     """One faulted run + consistency check + retry + final checks. Returns the outcome."""
     context = f"{scenario.name}: {fault} fault at step {offset} ({prepared.operations[scenario.name][offset]})"
     before, reference = prepared.before[scenario.name], prepared.reference[scenario.name]
-    faulty = FaultyFileIO(LocalFileIO())
-    table = open_table(work, scenario.table, faulty)
-    faulty.plan = FaultPlan(at={len(faulty.operations) + offset: fault})
-    try:
-        scenario.act(table)
-        outcome = "succeeded"
-    except PaimonflowError:
-        outcome = "typed error"
-    # Any other exception propagates and fails the test: faults must surface as typed errors.
+    if fault.startswith("kill"):
+        process = crash_context().Process(target=crash_child.run, args=(str(work), scenario.name, offset, fault))
+        process.start()
+        process.join(timeout=120)
+        assert process.exitcode == -signal.SIGKILL, f"{context}: the child was not killed (exit {process.exitcode})"
+        outcome = "killed"
+    else:
+        faulty = FaultyFileIO(LocalFileIO())
+        table = open_table(work, scenario.table, faulty)
+        faulty.plan = FaultPlan(at={len(faulty.operations) + offset: fault})
+        try:
+            scenario.act(table)
+            outcome = "succeeded"
+        except PaimonflowError:
+            outcome = "typed error"
+        # Any other exception propagates and fails the test: faults must surface as typed errors.
 
     try:
         check_after_fault(work, scenario, before, reference, context)
@@ -303,6 +317,46 @@ def check_after_fault(work: Path, scenario: Scenario, before: State, reference: 
     clean = open_table(work, scenario.table)
     assert state_of(clean) == after, f"{context}: orphan removal changed the table"
     check_references_exist(clean, context + " (after orphan removal)")
+    left = leftovers(clean)
+    assert not left, f"{context}: garbage orphan removal cannot collect: {left[:5]}"
+
+
+def leftovers(table: Table) -> list[str]:
+    """I8: files outside the metadata directories that nothing references."""
+    keep = referenced_files(table)
+    root = Path(table.path)
+    out = []
+    for path in root.rglob("*"):
+        relative = path.relative_to(root).parts
+        if path.is_file() and relative[0] not in METADATA_DIRS and str(path) not in keep:
+            out.append(str(path))
+    return sorted(out)
+
+
+@functools.cache
+def crash_context() -> multiprocessing.context.BaseContext:
+    """A forkserver with the harness imported: a crashing child starts in milliseconds."""
+    from tests.reliability import crash_child  # noqa: F401 (imported so the forkserver preloads it)
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["tests.reliability.crash_child"])
+    return ctx
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_sigkill_at_every_step(prepared: Prepared, scenario: Scenario, tmp_path: Path, reliability) -> None:
+    """SIGKILL before or after a storage operation of the job (a crash at exactly that step),
+    then the scheduler's retry; the fast tier kills at a seeded sample of the write steps."""
+    operations = prepared.operations[scenario.name]
+    points = [(i, kill) for i, op in enumerate(operations) if op.kind == WRITE for kill in ("kill-before", "kill-after")]
+    if not reliability.long:
+        points = random.Random(scenario.name).sample(points, min(len(points), 4))
+    for n, (offset, kill) in enumerate(points):
+        run_case(prepared, scenario, offset, kill, copy_of(prepared, tmp_path / f"k{n}"))
+        shutil.rmtree(tmp_path / f"k{n}")
+    reliability.record(kills=len(points), retries=len(points))
 
 
 @pytest.mark.slow
