@@ -41,7 +41,7 @@ import pytest
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import PaimonflowError, TagNotFoundError
-from paimonflow.core.fs import LocalFileIO
+from paimonflow.core.fs import LocalFileIO, get_file_io
 from paimonflow.core.orphans import referenced_files
 from paimonflow.core.table import Table
 from tests.reliability import crash_child
@@ -72,9 +72,21 @@ def append_rows(ids: list[int], tag: str) -> pa.Table:
 # the prepared tables (built once per module, copied for every case)
 
 
-def build_templates(root: Path) -> None:
-    catalog = Catalog(str(root))
+def build_templates(root: Path | str, storage_options: dict[str, str] | None = None,
+                    tables: tuple[str, ...] = ("pk", "lookup", "ap", "expired")) -> None:
+    catalog = Catalog(str(root), storage_options=storage_options)
     catalog.create_database(DB)
+    if "pk" in tables:
+        build_pk(catalog)
+    if "lookup" in tables:
+        build_lookup(catalog)
+    if "ap" in tables:
+        build_append(catalog)
+    if "expired" in tables:
+        build_expired(catalog)
+
+
+def build_pk(catalog: Catalog) -> None:
     catalog.create_table(f"{DB}.pk", PK_SCHEMA, primary_keys=["p", "k"], partition_keys=["p"],
                          options={"bucket": "2", "changelog-producer": "input", **QUIET})
     pk = catalog.get_table(f"{DB}.pk")
@@ -82,10 +94,11 @@ def build_templates(root: Path) -> None:
         pk.write(pk_rows(list(range(i * 3, i * 3 + 6)), f"s{i + 1}"), commit_user="base", commit_identifier=i + 1)
     pk.tags.create("t2", snapshot_id=2)
     # leftovers of crashed writers, for orphan removal to find
-    table_dir = Path(pk.path)
-    (table_dir / "p=a" / "bucket-0" / "data-crashed-writer-0.parquet").write_bytes(b"PAR1 half a file")
-    (table_dir / "manifest" / "manifest-crashed-writer-0").write_bytes(b"not avro")
+    pk.file_io.write_bytes(f"{pk.path}/p=a/bucket-0/data-crashed-writer-0.parquet", b"PAR1 half a file")
+    pk.file_io.write_bytes(f"{pk.path}/manifest/manifest-crashed-writer-0", b"not avro")
 
+
+def build_lookup(catalog: Catalog) -> None:
     catalog.create_table(f"{DB}.lookup", PK_SCHEMA, primary_keys=["p", "k"], partition_keys=["p"],
                          options={"bucket": "1", "changelog-producer": "lookup",
                                   "num-sorted-run.compaction-trigger": "2", **QUIET})
@@ -93,11 +106,15 @@ def build_templates(root: Path) -> None:
     for i in range(2):
         lookup.write(pk_rows(list(range(i, i + 4)), f"s{i + 1}"), commit_user="base", commit_identifier=i + 1)
 
+
+def build_append(catalog: Catalog) -> None:
     catalog.create_table(f"{DB}.ap", APPEND_SCHEMA, partition_keys=["p"], options=QUIET)
     ap = catalog.get_table(f"{DB}.ap")
     for i in range(3):
         ap.write(append_rows(list(range(i * 4, i * 4 + 4)), f"s{i + 1}"), commit_user="base", commit_identifier=i + 1)
 
+
+def build_expired(catalog: Catalog) -> None:
     # the PK table with its first snapshots expired: tag t2 now holds the only reference to files
     catalog.create_table(f"{DB}.expired", PK_SCHEMA, primary_keys=["p", "k"], partition_keys=["p"],
                          options={"bucket": "2", **QUIET})
@@ -230,8 +247,9 @@ class Prepared:
     operations: dict[str, list] = field(default_factory=dict)
 
 
-def open_table(root: Path, name: str, file_io=None) -> Table:
-    return Catalog(str(root), file_io=file_io or LocalFileIO()).get_table(f"{DB}.{name}")
+def open_table(root: Path | str, name: str, file_io=None, storage_options: dict[str, str] | None = None) -> Table:
+    file_io = file_io or get_file_io(str(root), storage_options)
+    return Catalog(str(root), file_io=file_io).get_table(f"{DB}.{name}")
 
 
 def copy_of(prepared: Prepared, target: Path) -> Path:
@@ -424,12 +442,13 @@ def retried(call: Callable[[], object], faults: FaultyFileIO, what: str, attempt
     raise AssertionError(f"{what} still failing after {attempts} attempts ({len(faults.faults)} faults injected)")
 
 
-def committer(root: Path, name: str, worker: int, steps: int, seed: int, probability: float,
-              model: dict, lock: threading.Lock, stats: dict, errors: list) -> None:
+def committer(root: Path | str, storage_options: dict[str, str] | None, name: str, worker: int, steps: int,
+              seed: int, probability: float, model: dict, lock: threading.Lock, stats: dict, errors: list) -> None:
     try:
         # At most MAX_FAULTS faults per committer (Paimon's FailingFileIO caps them too): an
         # operation touching thousands of files would otherwise fail on every attempt.
-        faulty = FaultyFileIO(LocalFileIO(), FaultPlan(probability=probability, seed=seed, max_faults=MAX_FAULTS))
+        faulty = FaultyFileIO(get_file_io(str(root), storage_options),
+                              FaultPlan(probability=probability, seed=seed, max_faults=MAX_FAULTS))
         table = retried(lambda: open_table(root, name, faulty), faulty, "open")
         rng = random.Random(seed)
         for step in range(steps):
@@ -462,20 +481,33 @@ def committer(root: Path, name: str, worker: int, steps: int, seed: int, probabi
 @pytest.mark.parametrize("name", ["ap", "pk", "lookup"])
 def test_random_faults_with_retries_lose_and_duplicate_nothing(prepared: Prepared, tmp_path: Path, name: str,
                                                               reliability) -> None:
+    random_faults(str(copy_of(prepared, tmp_path / "wh")), None, name, reliability)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_random_faults_on_s3(s3_bucket: str, s3_storage_options: dict[str, str], reliability) -> None:
+    warehouse = f"s3://{s3_bucket}/wh"
+    build_templates(warehouse, s3_storage_options, tables=("pk",))
+    # the test server handles one request at a time: fewer steps than on local disk
+    random_faults(warehouse, s3_storage_options, "pk", reliability, steps=reliability.scale(4, 24))
+
+
+def random_faults(warehouse: str, storage_options: dict[str, str] | None, name: str, reliability,
+                  steps: int | None = None) -> None:
     seed = reliability.scale(1, random.randrange(1 << 30))
-    work = copy_of(prepared, tmp_path / "wh")
-    steps, workers = reliability.scale(12, 60), 3
-    base = open_table(work, name).read().to_pylist()
+    steps, workers = steps or reliability.scale(12, 60), 3
+    base = open_table(warehouse, name, storage_options=storage_options).read().to_pylist()
     model = {(r["p"], r["k"] if "k" in r else r["id"]): r for r in base}
     lock, stats, errors = threading.Lock(), {}, []
-    threads = [threading.Thread(target=committer, args=(work, name, w, steps, seed * 31 + w, 0.01, model, lock,
-                                                        stats, errors)) for w in range(workers)]
+    threads = [threading.Thread(target=committer, args=(warehouse, storage_options, name, w, steps, seed * 31 + w,
+                                                        0.01, model, lock, stats, errors)) for w in range(workers)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert not errors, f"seed {seed}: {errors[0]!r}"
-    table = open_table(work, name)
+    table = open_table(warehouse, name, storage_options=storage_options)
     rows = table.read().to_pylist()
     key = (lambda r: (r["p"], r["k"])) if name != "ap" else (lambda r: (r["p"], r["id"]))
     assert len(rows) == len({key(r) for r in rows}), f"seed {seed}: a row was read twice"
@@ -487,7 +519,7 @@ def test_random_faults_with_retries_lose_and_duplicate_nothing(prepared: Prepare
     assert len(appends) == len(set(appends)), f"seed {seed}: a commit landed twice"
     assert not missing_needed_files(table), f"seed {seed}: {missing_needed_files(table)[:3]}"
     table.remove_orphan_files(older_than_millis=0)
-    table = open_table(work, name)
+    table = open_table(warehouse, name, storage_options=storage_options)
     assert {key(r): r for r in table.read().to_pylist()} == model
     assert not missing_needed_files(table)
     injected = sum(stats.values())
