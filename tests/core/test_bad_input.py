@@ -694,7 +694,8 @@ def _reads_that_must_still_work(ct: CorruptTable, kind: str) -> list[tuple[Calla
 def test_corrupt_metadata_is_a_typed_error_never_wrong_rows(corrupt_table: CorruptTable,
                                                             restore: Callable[[Path], None], kind: str, mode: str,
                                                             mutate: Callable[[bytes], bytes],
-                                                            may_be_benign: bool) -> None:
+                                                            may_be_benign: bool, reliability) -> None:
+    reliability.record(corruptions=1)
     ct = corrupt_table
     target = _target(ct, kind)
     restore(target)
@@ -725,7 +726,8 @@ HINT_CASES = [(hint, value) for hint in ("LATEST", "EARLIEST") for value in HINT
 
 @pytest.mark.parametrize(("hint", "value"), HINT_CASES, ids=[f"{h}-{v!r}" for h, v in HINT_CASES])
 def test_corrupt_hints_are_recovered_from(corrupt_table: CorruptTable, restore: Callable[[Path], None],
-                                          hint: str, value: bytes) -> None:
+                                          hint: str, value: bytes, reliability) -> None:
+    reliability.record(corruptions=1)
     ct = corrupt_table
     path = ct.table_dir / "snapshot" / hint
     restore(path)

@@ -22,7 +22,8 @@ def with_branch(path) -> Catalog:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["fast-forward:removing-snapshots", "fast-forward:copying-snapshots"])
-def test_fast_forward_killed_mid_way(tmp_path, point):
+def test_fast_forward_killed_mid_way(tmp_path, point, reliability):
+    reliability.record(kills=1)
     catalog = with_branch(tmp_path / "wh")
     expected = catalog.get_table("db.t$branch_dev").read().to_pylist()
     killed(tmp_path / "wh", point, 't.branches.fast_forward("dev")')
@@ -37,7 +38,8 @@ def test_fast_forward_killed_mid_way(tmp_path, point):
 
 
 @pytest.mark.slow
-def test_branch_deletion_killed_mid_way(tmp_path):
+def test_branch_deletion_killed_mid_way(tmp_path, reliability):
+    reliability.record(kills=1)
     with_branch(tmp_path / "wh")
     killed(tmp_path / "wh", "delete-branch:after-schemas", 't.branches.delete("dev")')
     t = Catalog(str(tmp_path / "wh")).get_table("db.t")
@@ -50,7 +52,8 @@ def test_branch_deletion_killed_mid_way(tmp_path):
 
 
 @pytest.mark.slow
-def test_branch_creation_killed_mid_way(tmp_path):
+def test_branch_creation_killed_mid_way(tmp_path, reliability):
+    reliability.record(kills=1)
     build(tmp_path / "wh")
     killed(tmp_path / "wh", "create-branch:before-schemas", 't.branches.create("dev", tag="early")')
     t = Catalog(str(tmp_path / "wh")).get_table("db.t")

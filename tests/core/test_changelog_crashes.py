@@ -30,7 +30,8 @@ def all_changes(t):
 
 
 @pytest.mark.slow
-def test_moving_snapshots_to_changelogs_killed_mid_way(tmp_path):
+def test_moving_snapshots_to_changelogs_killed_mid_way(tmp_path, reliability):
+    reliability.record(kills=1)
     build(tmp_path / "wh")
     t = Catalog(str(tmp_path / "wh")).get_table("db.t")
     before, latest_rows = all_changes(t), t.read().to_pylist()
@@ -46,7 +47,8 @@ def test_moving_snapshots_to_changelogs_killed_mid_way(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["expire-changelog:data-files", "expire-changelog:metadata-files",
                                    "expire-changelog:changelog-files"])
-def test_changelog_expiry_killed_mid_way(tmp_path, point):
+def test_changelog_expiry_killed_mid_way(tmp_path, point, reliability):
+    reliability.record(kills=1)
     build(tmp_path / "wh")
     t = Catalog(str(tmp_path / "wh")).get_table("db.t")
     t.expire_snapshots(older_than_millis=0)

@@ -59,7 +59,8 @@ def decoupled(tmp_path):
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_a_corrupt_consumer_stops_expiry_before_anything_is_deleted(decoupled, mode):
+def test_a_corrupt_consumer_stops_expiry_before_anything_is_deleted(decoupled, mode, reliability):
+    reliability.record(corruptions=1)
     catalog, t = decoupled
     t.write(pa.table({"id": [7], "v": ["x"]}, schema=SCHEMA))
     path = os.path.join(t.path, "consumer", "consumer-reader")
@@ -76,7 +77,8 @@ def test_a_corrupt_consumer_stops_expiry_before_anything_is_deleted(decoupled, m
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_a_corrupt_changelog_is_a_typed_error_for_the_reads_that_need_it(decoupled, mode):
+def test_a_corrupt_changelog_is_a_typed_error_for_the_reads_that_need_it(decoupled, mode, reliability):
+    reliability.record(corruptions=1)
     catalog, t = decoupled
     manager = ChangelogManager(t.file_io, t.path)
     path = manager.path(2)
@@ -96,7 +98,8 @@ def test_a_corrupt_changelog_is_a_typed_error_for_the_reads_that_need_it(decoupl
 
 @pytest.mark.parametrize("value", [b"", b"abc", b"-1", b"0", b"999", b"\xff\xfe", b"{}"], ids=repr)
 @pytest.mark.parametrize("hint", ["EARLIEST", "LATEST"])
-def test_corrupt_changelog_hints_are_recovered_from(decoupled, hint, value):
+def test_corrupt_changelog_hints_are_recovered_from(decoupled, hint, value, reliability):
+    reliability.record(corruptions=1)
     catalog, t = decoupled
     manager = ChangelogManager(t.file_io, t.path)
     ids = manager.list_ids()
@@ -122,7 +125,8 @@ def with_vectors(tmp_path):
 
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("kind", ["index file", "index manifest"])
-def test_corrupt_deletion_vector_metadata_is_a_typed_error_never_wrong_rows(with_vectors, kind, mode):
+def test_corrupt_deletion_vector_metadata_is_a_typed_error_never_wrong_rows(with_vectors, kind, mode, reliability):
+    reliability.record(corruptions=1)
     catalog, t = with_vectors
     snapshot = t.latest_snapshot()
     if kind == "index manifest":

@@ -53,7 +53,8 @@ EXPIRE = "t.expire_snapshots(retain_min=2, older_than_millis=0)"
 
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["expire:data-files", "expire:metadata-files", "expire:snapshot-files"])
-def test_expiry_killed_mid_way(tmp_path, point):
+def test_expiry_killed_mid_way(tmp_path, point, reliability):
+    reliability.record(kills=1)
     build(tmp_path / "wh")
     t = Catalog(str(tmp_path / "wh")).get_table("db.t")
     latest_state = t.read().to_pylist()
@@ -70,7 +71,8 @@ def test_expiry_killed_mid_way(tmp_path, point):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["delete-tag:after-tag-file", "delete-tag:files"])
-def test_tag_deletion_killed_mid_way(tmp_path, point):
+def test_tag_deletion_killed_mid_way(tmp_path, point, reliability):
+    reliability.record(kills=1)
     build(tmp_path / "wh")
     t = Catalog(str(tmp_path / "wh")).get_table("db.t")
     t.expire_snapshots(retain_min=2, older_than_millis=0)  # the tag's snapshot expires: deleting it frees files
@@ -86,7 +88,8 @@ def test_tag_deletion_killed_mid_way(tmp_path, point):
 
 
 @pytest.mark.slow
-def test_orphan_removal_killed_mid_way(tmp_path):
+def test_orphan_removal_killed_mid_way(tmp_path, reliability):
+    reliability.record(kills=1)
     build(tmp_path / "wh")
     t = Catalog(str(tmp_path / "wh")).get_table("db.t")
     for i in range(6):
