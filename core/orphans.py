@@ -6,12 +6,14 @@ manifests, index manifests, index files, data files, changelog files, statistics
 cannot be read the run stops without deleting anything ("never delete on uncertainty"). Only
 files older than ``older_than`` (default 1 day: a writer's uncommitted files are younger) are
 candidates; a cutoff later than now is refused. Schema, snapshot, tag, consumer and hint files
-are never candidates.
+are never candidates; the temp files (``.<name>.<id>.tmp``) a crash left behind are, in any
+directory, once older than the cutoff.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +26,8 @@ from .fs import join
 from .write import bucket_directory
 
 _PROTECTED_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog", "branch")
+# ``.<name>.<unique id>.tmp``: a file being written (LocalFileIO, and Paimon's own atomic writes)
+_TEMP_FILE = re.compile(r"^\..+\.tmp$")
 DEFAULT_OLDER_THAN_MILLIS = 24 * 3600 * 1000
 
 
@@ -119,23 +123,36 @@ def _walk(file_io, directory: str):
 
 
 def remove_orphan_files(table, *, older_than_millis: int = DEFAULT_OLDER_THAN_MILLIS, dry_run: bool = False,
-                        clock: Callable[[], float] = time.time) -> OrphanPlan:
-    """Delete (or with ``dry_run`` only list) unreferenced files older than ``older_than_millis``."""
+                        clock: Callable[[], float] = time.time, min_older_than_millis: int = 0) -> OrphanPlan:
+    """Delete (or with ``dry_run`` only list) unreferenced files older than ``older_than_millis``.
+
+    ``min_older_than_millis`` is a safety floor: a window shorter than it is refused (set it above
+    the longest time a writer keeps files uncommitted plus the clock skew between hosts)."""
     if older_than_millis < 0:
         raise InvalidArgumentError("older_than_millis must not be negative: a cutoff later than now would "
                                    "delete files a running writer has not committed yet")
+    if min_older_than_millis < 0:
+        raise InvalidArgumentError("min_older_than_millis must not be negative")
+    if older_than_millis < min_older_than_millis:
+        raise InvalidArgumentError(f"older_than_millis ({older_than_millis}) is below the safety floor "
+                                   f"({min_older_than_millis} ms): files a running writer has not committed "
+                                   "yet could be deleted")
     cutoff = clock() * 1000 - older_than_millis
     keep = {p.rstrip("/") for p in referenced_files(table)}
     orphans, size, scanned = [], 0, 0
     top = table.file_io.list_dir(table.path)
     for entry in top:
         name = entry.path.rstrip("/").rsplit("/", 1)[-1]
-        if not entry.is_dir or name in _PROTECTED_DIRS:
+        if not entry.is_dir:
             continue
+        metadata_dir = name in _PROTECTED_DIRS
         for status in _walk(table.file_io, entry.path):
             scanned += 1
             file_name = status.path.rstrip("/").rsplit("/", 1)[-1]
-            if file_name.startswith("."):  # temp files of a publish in progress
+            temp = _TEMP_FILE.match(file_name) is not None
+            # Metadata files are never candidates, nor are other hidden files; the temp files of an
+            # interrupted write are, anywhere, once older than the cutoff (a write in progress is younger).
+            if (metadata_dir or file_name.startswith(".")) and not temp:
                 continue
             if status.path.rstrip("/") in keep or status.modification_time_millis >= cutoff:
                 continue

@@ -71,3 +71,17 @@ def test_an_unreadable_snapshot_aborts_before_deleting(table):
     with pytest.raises(OrphanCleanAbortedError, match="snapshot 2"):
         table.remove_orphan_files()
     assert os.path.exists(old)
+
+
+def test_temp_files_of_interrupted_writes_go_once_older_than_the_cutoff(table):
+    """A crash mid-write leaves ``.<name>.<id>.tmp`` files, in data and metadata directories alike."""
+    before = states(table)
+    old_data_tmp = stray(f"{table.path}/bucket-0/.data-x-0.parquet.0123abcd.tmp", 3 * 86400)
+    old_snapshot_tmp = stray(f"{table.path}/snapshot/.snapshot-99.0123abcd.tmp", 3 * 86400)
+    young_tmp = stray(f"{table.path}/snapshot/.snapshot-100.4567cdef.tmp", 60)  # a publish in progress
+    other_hidden = stray(f"{table.path}/bucket-0/.keep", 3 * 86400)  # not ours: never touched
+    plan = table.remove_orphan_files()
+    assert set(plan.orphans) == {old_data_tmp, old_snapshot_tmp}
+    assert not os.path.exists(old_data_tmp) and not os.path.exists(old_snapshot_tmp)
+    assert os.path.exists(young_tmp) and os.path.exists(other_hidden)
+    assert states(table) == before

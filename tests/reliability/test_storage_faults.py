@@ -340,13 +340,14 @@ def check_after_fault(work: Path, scenario: Scenario, before: State, reference: 
 
 
 def leftovers(table: Table) -> list[str]:
-    """I8: files outside the metadata directories that nothing references."""
+    """I8: temp files, and files outside the metadata directories that nothing references."""
     keep = referenced_files(table)
     root = Path(table.path)
     out = []
     for path in root.rglob("*"):
         relative = path.relative_to(root).parts
-        if path.is_file() and relative[0] not in METADATA_DIRS and str(path) not in keep:
+        temp = path.name.startswith(".") and path.name.endswith(".tmp")
+        if path.is_file() and (temp or relative[0] not in METADATA_DIRS) and str(path) not in keep:
             out.append(str(path))
     return sorted(out)
 
