@@ -68,6 +68,7 @@ class RaceSpec:
     commits: int
     log_dir: str
     check_then_rename: bool = False  # the negative control: a publish that is not atomic
+    join_timeout_s: float = JOIN_TIMEOUT_S
 
 
 class CheckThenRenameFileIO(LocalFileIO):
@@ -199,7 +200,7 @@ def run_processes(target, spec: RaceSpec, writers: list[int]) -> None:
     for p in processes:
         p.start()
     try:
-        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        deadline = time.monotonic() + spec.join_timeout_s
         for p in processes:
             p.join(timeout=max(deadline - time.monotonic(), 0.1))
     finally:
@@ -209,7 +210,7 @@ def run_processes(target, spec: RaceSpec, writers: list[int]) -> None:
             p.join(timeout=10)
     errors = read_logs(Path(spec.log_dir), event="error")
     assert not errors, "worker failed:\n" + "\n".join(str(e["traceback"]) for e in errors)
-    assert not hung, f"workers hung for more than {JOIN_TIMEOUT_S} s: {[p.name for p in hung]}"
+    assert not hung, f"workers hung for more than {spec.join_timeout_s} s: {[p.name for p in hung]}"
     assert all(p.exitcode == 0 for p in processes), {p.name: p.exitcode for p in processes}
 
 
@@ -339,7 +340,7 @@ def check_retried_task_commits_nothing(catalog: Catalog, spec: RaceSpec, writers
     assert table.read().sort_by("id").equals(before_rows)
 
 
-def race(catalog: Catalog, spec: RaceSpec) -> None:
+def race(catalog: Catalog, spec: RaceSpec, reliability) -> None:
     started = time.monotonic()
     run_processes(race_worker, spec, list(range(spec.writers)))
     raced = time.monotonic() - started
@@ -349,6 +350,7 @@ def race(catalog: Catalog, spec: RaceSpec) -> None:
     # Negative control: the writers really raced (else this test proves nothing).
     assert lost_races > 0, "no commit ever lost the race for a snapshot id: the writers did not overlap"
     check_retried_task_commits_nothing(catalog, spec, [0, spec.writers - 1])
+    reliability.record(commits=len(acks), races=lost_races)
     print(f"{spec.kind}: {spec.writers} writers x {spec.commits} commits raced in {raced:.1f} s, "
           f"{lost_races} lost races")
 
@@ -358,21 +360,23 @@ def race(catalog: Catalog, spec: RaceSpec) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("kind", ["append", "pk"])
-def test_no_lost_commits_local(tmp_path: Path, kind: str) -> None:
+def test_no_lost_commits_local(tmp_path: Path, kind: str, reliability) -> None:
+    """Fast tier: 6 writers x 20 commits; long tier: 8 x 150."""
     warehouse = str(tmp_path / "warehouse")
     catalog = Catalog(warehouse)
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
     spec = RaceSpec(warehouse=warehouse, storage_options={}, identifier=create_race_table(catalog, kind),
-                    kind=kind, writers=6, commits=20, log_dir=str(log_dir))
-    race(catalog, spec)
+                    kind=kind, writers=reliability.scale(6, 8), commits=reliability.scale(20, 150),
+                    log_dir=str(log_dir), join_timeout_s=reliability.scale(JOIN_TIMEOUT_S, 1200.0))
+    race(catalog, spec, reliability)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_negative_control_check_then_rename_loses_commits(tmp_path: Path) -> None:
+def test_negative_control_check_then_rename_loses_commits(tmp_path: Path, reliability) -> None:
     """The oracle must catch lost commits when the publish is not atomic (else it proves nothing)."""
     warehouse = str(tmp_path / "warehouse")
     catalog = Catalog(warehouse)
@@ -381,7 +385,9 @@ def test_negative_control_check_then_rename_loses_commits(tmp_path: Path) -> Non
     spec = RaceSpec(warehouse=warehouse, storage_options={}, identifier=create_race_table(catalog, "append"),
                     kind="append", writers=4, commits=10, log_dir=str(log_dir), check_then_rename=True)
     run_processes(race_worker, spec, list(range(spec.writers)))
-    assert lost_acknowledged_commits(catalog, spec), "check-then-rename lost no commit: the race window is too small"
+    lost = lost_acknowledged_commits(catalog, spec)
+    reliability.record(commits=len(read_logs(log_dir, event="ack", prefix="writer-")), lost_commits_detected=len(lost))
+    assert lost, "check-then-rename lost no commit: the race window is too small"
     with pytest.raises(AssertionError):
         check_no_lost_commits(catalog, spec)
 
@@ -390,7 +396,8 @@ def test_negative_control_check_then_rename_loses_commits(tmp_path: Path) -> Non
 @pytest.mark.s3
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("kind", ["append", "pk"])
-def test_no_lost_commits_s3(tmp_path: Path, s3_bucket: str, s3_storage_options: dict[str, str], kind: str) -> None:
+def test_no_lost_commits_s3(tmp_path: Path, s3_bucket: str, s3_storage_options: dict[str, str], kind: str,
+                            reliability) -> None:
     warehouse = f"s3://{s3_bucket}/wh"
     catalog = Catalog(warehouse, storage_options=s3_storage_options)
     log_dir = tmp_path / "logs"
@@ -398,7 +405,7 @@ def test_no_lost_commits_s3(tmp_path: Path, s3_bucket: str, s3_storage_options: 
     spec = RaceSpec(warehouse=warehouse, storage_options=dict(s3_storage_options),
                     identifier=create_race_table(catalog, kind), kind=kind, writers=4, commits=8,
                     log_dir=str(log_dir))
-    race(catalog, spec)
+    race(catalog, spec, reliability)
 
 
 def test_repeated_commit_identity_commits_nothing_in_one_process(tmp_path: Path) -> None:
