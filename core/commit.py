@@ -26,6 +26,7 @@ from .errors import (
     CommitRetriesExhaustedError,
     PaimonflowError,
     SchemaError,
+    UnsupportedError,
 )
 from .index_files import IndexManifest, IndexManifestEntry, apply_index_changes
 from .manifest import FileKind, ManifestEntry, merge_entries
@@ -218,6 +219,8 @@ class TableCommit:
                 raise
             try:
                 landed = self._snapshots.try_publish(snapshot)
+            except UnsupportedError:
+                raise  # the store cannot take commits safely: refused before anything was sent
             except PaimonflowError as exc:  # may have landed: keep every file
                 raise CommitOutcomeUnknownError(f"publishing snapshot {snapshot.id} failed in an unknown way: {exc}") \
                     from exc
@@ -333,6 +336,8 @@ class TableCommit:
                 raise
             try:
                 landed = self._snapshots.try_publish(snapshot)
+            except UnsupportedError:
+                raise  # the store cannot take commits safely: refused before anything was sent
             except PaimonflowError as exc:
                 if attempt > options.commit_max_retries:
                     raise CommitOutcomeUnknownError(

@@ -64,6 +64,7 @@ class SerializedApp:
         self._counter = itertools.count(1)
         self.requests = 0
         self.serialized = True
+        self.ignore_conditional_writes = False
 
     def add_faults(self, faults: Iterable[Fault]) -> None:
         with self._faults_lock:
@@ -79,6 +80,8 @@ class SerializedApp:
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> list[bytes]:
         _buffer_body(environ)
+        if self.ignore_conditional_writes:
+            environ.pop("HTTP_IF_NONE_MATCH", None)
         self.requests = next(self._counter)
         fault = self._take_fault(environ)
         lock: AbstractContextManager[Any] = self._lock if self.serialized else nullcontext()
@@ -201,6 +204,16 @@ class S3TestServer:
             yield
         finally:
             self.app.serialized = True
+
+    @contextmanager
+    def without_conditional_writes(self) -> Iterator[None]:
+        """Inside the block the server ignores ``If-None-Match``, as some S3-compatible stores do
+        (s3rver 3.7, for one: ``reference/reliability.md`` §4)."""
+        self.app.ignore_conditional_writes = True
+        try:
+            yield
+        finally:
+            self.app.ignore_conditional_writes = False
 
     @contextmanager
     def inject(self, *faults: Fault) -> Iterator[SerializedApp]:

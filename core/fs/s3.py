@@ -26,11 +26,13 @@ print request headers, so the access key id and session token) are scrubbed of t
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -53,7 +55,9 @@ OPTION_KEYS: Mapping[str, str] = {
     "s3.session-token": "session_token",
     "s3.path-style-access": "path_style_access",
     "s3.path.style.access": "path_style_access",  # Paimon (Java) spelling
+    "s3.verify-conditional-writes": "verify_conditional_writes",
 }
+_BOOL_OPTIONS = frozenset({"path_style_access", "verify_conditional_writes"})
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 _RETRY_NOT_LANDED_CODES = frozenset({"ConditionalRequestConflict", "OperationAborted", "RequestTimeout",
                                      "SlowDown", "Throttling", "ThrottlingException"})
@@ -156,7 +160,8 @@ class S3FileIO:
 
     def __init__(self, *, endpoint_url: str | None = None, region: str | None = None,
                  access_key_id: str | None = None, secret_access_key: str | None = None,
-                 session_token: str | None = None, path_style_access: bool | None = None) -> None:
+                 session_token: str | None = None, path_style_access: bool | None = None,
+                 verify_conditional_writes: bool = True) -> None:
         if (access_key_id is None) != (secret_access_key is None):
             raise InvalidStorageOptionError("S3 access key and secret key must be given together")
         if session_token is not None and access_key_id is None:
@@ -191,6 +196,9 @@ class S3FileIO:
         self._arrow_lock = threading.Lock()
         self._arrow: pyarrow.fs.S3FileSystem | None = None
         self._arrow_credentials = (access_key_id, secret_access_key, session_token)
+        self._verify_conditional_writes = verify_conditional_writes
+        self._verified_buckets: set[str] = set()
+        self._verify_lock = threading.Lock()
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> S3FileIO:
@@ -208,7 +216,7 @@ class S3FileIO:
             if name is None:
                 known = ", ".join(k for k in OPTION_KEYS if k != "s3.path.style.access")
                 raise InvalidStorageOptionError(f"unknown S3 storage option {key!r} (known: {known})")
-            kwargs[name] = _parse_bool(key, value) if name == "path_style_access" else value
+            kwargs[name] = _parse_bool(key, value) if name in _BOOL_OPTIONS else value
         return cls(**kwargs)
 
     def __repr__(self) -> str:
@@ -290,6 +298,7 @@ class S3FileIO:
         from botocore.exceptions import ConnectionError as BotoConnectionError
 
         bucket, key = split_uri(path)
+        self._check_conditional_writes(path, bucket, key)
         ambiguous = False  # an earlier attempt may have landed
         last = "no attempt"
         for attempt in range(self.create_attempts):
@@ -325,6 +334,41 @@ class S3FileIO:
                 f"creating {path}: outcome unknown after {self.create_attempts} attempts (last: {last}); "
                 "the object may exist with our content")
         raise StorageError(f"cannot create {path}: gave up after {self.create_attempts} attempts (last: {last})")
+
+    def _check_conditional_writes(self, path: str, bucket: str, key: str) -> None:
+        """Once per bucket, before the first create: make sure the store refuses a second
+        ``If-None-Match: *`` PUT of one key. Some S3-compatible stores ignore the header; there,
+        two writers could both "create" one snapshot and one commit would be silently lost, so
+        commits are refused instead (``s3.verify-conditional-writes=false`` skips the check, for
+        a single writer on such a store)."""
+        if not self._verify_conditional_writes or bucket in self._verified_buckets:
+            return
+        from botocore.exceptions import ClientError
+
+        with self._verify_lock:
+            if bucket in self._verified_buckets:
+                return
+            directory = key.rsplit("/", 1)[0] + "/" if "/" in key else ""
+            probe = f"{directory}.conditional-write-probe-{uuid.uuid4().hex}.tmp"  # orphan removal collects it
+            with self._translate("check conditional writes at", path):
+                try:
+                    self._client.put_object(Bucket=bucket, Key=probe, Body=b"1", IfNoneMatch="*")
+                    try:
+                        self._client.put_object(Bucket=bucket, Key=probe, Body=b"2", IfNoneMatch="*")
+                    except ClientError as exc:
+                        code, status = _error_code(exc)
+                        if status != 412 and code != "PreconditionFailed":
+                            raise
+                    else:
+                        raise UnsupportedError(
+                            f"the S3 store of bucket {bucket!r} ignores conditional writes (If-None-Match): "
+                            "concurrent commits could overwrite each other's snapshots, so paimonflow does not "
+                            "commit there. Use a store with conditional writes (AWS S3, recent MinIO, LocalStack), "
+                            "or set s3.verify-conditional-writes=false if exactly one writer ever commits")
+                finally:
+                    with contextlib.suppress(Exception):
+                        self._client.delete_object(Bucket=bucket, Key=probe)
+            self._verified_buckets.add(bucket)
 
     def delete(self, path: str, *, recursive: bool = False) -> bool:
         bucket, key = split_uri(path)

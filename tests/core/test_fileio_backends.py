@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from paimonflow.core.errors import FileNotFoundStorageError, PaimonflowError, StorageError, UnsupportedError
@@ -425,10 +426,38 @@ def test_secrets_never_appear_in_repr_errors_or_logs(s3_bucket: str, s3_storage_
 
 
 def test_an_unreachable_server_is_a_plain_error_not_an_unknown_outcome() -> None:
-    fileio = S3FileIO(endpoint_url=_dead_endpoint(), region="us-east-1", access_key_id="a", secret_access_key="b")
+    fileio = S3FileIO(endpoint_url=_dead_endpoint(), region="us-east-1", access_key_id="a", secret_access_key="b",
+                      verify_conditional_writes=False)  # the create's own retries are under test
     fileio.retry_base_seconds = 0.001
     fileio.create_attempts = 2
     with pytest.raises(StorageError, match="gave up after 2 attempts") as info:
         fileio.create_if_absent("s3://bucket/snapshot-1", b"x")
     assert not isinstance(info.value, StorageOutcomeUnknownError), "nothing was sent, so nothing landed"
     fileio.close()
+
+
+@pytest.mark.s3
+def test_a_store_that_ignores_conditional_writes_is_refused_before_any_commit(
+        s3_bucket: str, s3_storage_options: dict[str, str], s3_test_server: S3TestServer) -> None:
+    """Some S3-compatible stores ignore If-None-Match: two writers could then both "create" one
+    snapshot. The first create checks the store once per bucket and refuses to commit there."""
+    from paimonflow.core import Catalog
+
+    warehouse = f"s3://{s3_bucket}/wh"
+    catalog = Catalog(warehouse, storage_options=s3_storage_options)
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
+    with s3_test_server.without_conditional_writes():
+        fresh = Catalog(warehouse, storage_options=s3_storage_options).get_table("db.t")
+        with pytest.raises(UnsupportedError, match="ignores conditional writes"):
+            fresh.write(pa.table({"id": [1]}))
+        assert fresh.latest_snapshot() is None  # nothing was published
+        # a single writer on such a store may opt out of the check
+        single = Catalog(warehouse, storage_options={**s3_storage_options,
+                                                     "s3.verify-conditional-writes": "false"}).get_table("db.t")
+        assert single.write(pa.table({"id": [1]})).snapshot_id == 1
+    # on a store that honours it the check passes, once, and leaves no probe object behind
+    assert table.write(pa.table({"id": [2]})).snapshot_id == 2
+    keys = [o["Key"] for o in s3_test_server.client().list_objects_v2(Bucket=s3_bucket).get("Contents", [])]
+    assert not [k for k in keys if "conditional-write-probe" in k], keys
+    assert sorted(table.read().column("id").to_pylist()) == [1, 2]
