@@ -420,6 +420,7 @@ def check_mixed(table: Table, spec: MixedSpec, *, time_travel: int = 40) -> Coun
     needed, missing = needed_files(table)
     assert not missing, f"files referenced by retained snapshots are missing: {missing[:5]}"
     stray = [p for p in files_under(table) if p not in needed]
+    stray += [p for p in files_under(table, directories=()) if p.rsplit("/", 1)[-1].endswith(".tmp")]
     assert not stray, f"{len(stray)} files no snapshot references (leaked by a lost race or conflict): {stray[:5]}"
     return counts
 
