@@ -402,13 +402,15 @@ def fast_forward(identifier: Identifier, warehouse: Warehouse, branch: str) -> N
 @command("remove-orphan-files")
 def remove_orphan_files_(identifier: Identifier, warehouse: Warehouse,
                          older_than: Annotated[str, typer.Option(help="Only files older than this")] = "1 d",
+                         min_older_than: Annotated[str, typer.Option(help="Refuse a shorter --older-than (the longest a writer keeps files uncommitted, plus clock skew)")] = "1 h",
                          dry_run: bool = False) -> None:
     """Delete files no snapshot or tag references (dry run first!)."""
     from .options import parse_duration_millis
 
     with _busy("collecting referenced files and listing the table"):
         plan = _catalog(warehouse).get_table(identifier).remove_orphan_files(
-            older_than_millis=parse_duration_millis(older_than), dry_run=dry_run)
+            older_than_millis=parse_duration_millis(older_than),
+            min_older_than_millis=parse_duration_millis(min_older_than), dry_run=dry_run)
     if plan.orphans:
         _show(pa.table({"orphan": list(plan.orphans)}), title="orphan files", limit=20)
     _report(plan.to_dict())

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 
 from .binary_row import deserialize_row
@@ -122,12 +122,8 @@ def _walk(file_io, directory: str):
             yield status
 
 
-def remove_orphan_files(table, *, older_than_millis: int = DEFAULT_OLDER_THAN_MILLIS, dry_run: bool = False,
-                        clock: Callable[[], float] = time.time, min_older_than_millis: int = 0) -> OrphanPlan:
-    """Delete (or with ``dry_run`` only list) unreferenced files older than ``older_than_millis``.
-
-    ``min_older_than_millis`` is a safety floor: a window shorter than it is refused (set it above
-    the longest time a writer keeps files uncommitted plus the clock skew between hosts)."""
+def check_window(older_than_millis: int, min_older_than_millis: int = 0) -> None:
+    """Refuse a window that could delete files a running writer has not committed yet."""
     if older_than_millis < 0:
         raise InvalidArgumentError("older_than_millis must not be negative: a cutoff later than now would "
                                    "delete files a running writer has not committed yet")
@@ -137,27 +133,56 @@ def remove_orphan_files(table, *, older_than_millis: int = DEFAULT_OLDER_THAN_MI
         raise InvalidArgumentError(f"older_than_millis ({older_than_millis}) is below the safety floor "
                                    f"({min_older_than_millis} ms): files a running writer has not committed "
                                    "yet could be deleted")
+
+
+def scan_roots(table) -> list[tuple[str, bool]]:
+    """The table's top-level directories to scan, each with whether it holds metadata (snapshots,
+    schemas, tags...: there only leftover temp files are candidates)."""
+    out = []
+    for entry in table.file_io.list_dir(table.path):
+        if entry.is_dir:
+            out.append((entry.path, entry.path.rstrip("/").rsplit("/", 1)[-1] in _PROTECTED_DIRS))
+    return out
+
+
+def find_orphans(file_io, directory: str, *, metadata_dir: bool, keep: Set[str], cutoff_millis: float
+                 ) -> tuple[int, list[tuple[str, int]]]:
+    """Scan ``directory``: (files scanned, [(path, size)] of the orphans older than the cutoff).
+
+    Metadata files are never candidates, nor are hidden files other than temp files; the temp files
+    of an interrupted write are, anywhere, once older than the cutoff (a write in progress is younger).
+    """
+    scanned, found = 0, []
+    for status in _walk(file_io, directory):
+        scanned += 1
+        file_name = status.path.rstrip("/").rsplit("/", 1)[-1]
+        temp = _TEMP_FILE.match(file_name) is not None
+        if (metadata_dir or file_name.startswith(".")) and not temp:
+            continue
+        if status.path.rstrip("/") in keep or status.modification_time_millis >= cutoff_millis:
+            continue
+        found.append((status.path, status.size))
+    return scanned, found
+
+
+def remove_orphan_files(table, *, older_than_millis: int = DEFAULT_OLDER_THAN_MILLIS, dry_run: bool = False,
+                        clock: Callable[[], float] = time.time, min_older_than_millis: int = 0) -> OrphanPlan:
+    """Delete (or with ``dry_run`` only list) unreferenced files older than ``older_than_millis``.
+
+    ``min_older_than_millis`` is a safety floor: a window shorter than it is refused (set it above
+    the longest time a writer keeps files uncommitted plus the clock skew between hosts)."""
+    check_window(older_than_millis, min_older_than_millis)
     cutoff = clock() * 1000 - older_than_millis
     keep = {p.rstrip("/") for p in referenced_files(table)}
-    orphans, size, scanned = [], 0, 0
-    top = table.file_io.list_dir(table.path)
-    for entry in top:
-        name = entry.path.rstrip("/").rsplit("/", 1)[-1]
-        if not entry.is_dir:
-            continue
-        metadata_dir = name in _PROTECTED_DIRS
-        for status in _walk(table.file_io, entry.path):
-            scanned += 1
-            file_name = status.path.rstrip("/").rsplit("/", 1)[-1]
-            temp = _TEMP_FILE.match(file_name) is not None
-            # Metadata files are never candidates, nor are other hidden files; the temp files of an
-            # interrupted write are, anywhere, once older than the cutoff (a write in progress is younger).
-            if (metadata_dir or file_name.startswith(".")) and not temp:
-                continue
-            if status.path.rstrip("/") in keep or status.modification_time_millis >= cutoff:
-                continue
-            orphans.append(status.path)
-            size += status.size
+    found: list[tuple[str, int]] = []
+    scanned = 0
+    for directory, metadata_dir in scan_roots(table):
+        n, orphans_here = find_orphans(table.file_io, directory, metadata_dir=metadata_dir, keep=keep,
+                                       cutoff_millis=cutoff)
+        scanned += n
+        found += orphans_here
+    orphans = [path for path, _ in found]
+    size = sum(n for _, n in found)
     if not dry_run:
         for i, path in enumerate(orphans):
             with contextlib.suppress(FileNotFoundStorageError):

@@ -319,15 +319,18 @@ class Table:
                                  older_than_millis=older_than_millis, max_deletes=max_deletes,
                                  delete_all=delete_all, dry_run=dry_run, clock=clock or time.time)
 
-    def remove_orphan_files(self, *, older_than_millis: int | None = None, dry_run: bool = False, clock=None):
+    def remove_orphan_files(self, *, older_than_millis: int | None = None, dry_run: bool = False, clock=None,
+                            min_older_than_millis: int = 0):
         """Delete files no snapshot or tag references, older than ``older_than_millis`` (default
-        1 day); ``dry_run`` lists them (:func:`~paimonflow.core.orphans.remove_orphan_files`)."""
+        1 day); ``dry_run`` lists them; a window below ``min_older_than_millis`` is refused
+        (:func:`~paimonflow.core.orphans.remove_orphan_files`)."""
         import time
 
         from .orphans import DEFAULT_OLDER_THAN_MILLIS, remove_orphan_files
 
         return remove_orphan_files(self, older_than_millis=DEFAULT_OLDER_THAN_MILLIS if older_than_millis is None
-                                   else older_than_millis, dry_run=dry_run, clock=clock or time.time)
+                                   else older_than_millis, dry_run=dry_run, clock=clock or time.time,
+                                   min_older_than_millis=min_older_than_millis)
 
     def read_changes(self, start_snapshot: int, end_snapshot: int, *, mode: str = "auto",
                      columns: Sequence[str] | None = None) -> pa.Table:

@@ -32,7 +32,8 @@ hourly = dg.HourlyPartitionsDefinition(start_date="2026-11-21-00:00")
 daily = dg.DailyPartitionsDefinition(start_date="2026-11-01")
 
 orders = paimon_table(TableSpec(table="shop.orders", source=LANDING + "/{partition}", partitions_def=hourly,
-                                orphan_older_than=os.environ.get("PAIMONFLOW_ORPHAN_AGE", "1 d")))
+                                orphan_older_than=os.environ.get("PAIMONFLOW_ORPHAN_AGE", "1 d"),
+                                orphan_min_older_than=os.environ.get("PAIMONFLOW_ORPHAN_MIN_AGE", "1 h")))
 daily_sales = paimon_table(TableSpec(table="shop.daily_sales", source=LANDING + "/daily/{partition}",
                                      partitions_def=daily, partition_column="dt"))
 

@@ -22,6 +22,8 @@ WAREHOUSE = os.environ.get("PAIMONFLOW_WAREHOUSE", os.path.abspath("demo-warehou
 TABLE = "shop.orders"
 ENGINE = os.environ.get("PAIMONFLOW_ENGINE", "spark")
 ORPHAN_AGE = os.environ.get("PAIMONFLOW_ORPHAN_AGE", "1 d")
+# The shortest orphan window allowed: longer than any writer keeps files uncommitted, plus clock skew.
+ORPHAN_MIN_AGE = os.environ.get("PAIMONFLOW_ORPHAN_MIN_AGE", "1 h")
 
 with DAG(
     dag_id="paimon_maintenance_nightly",
@@ -37,5 +39,6 @@ with DAG(
     tag = PaimonCreateTagOperator(task_id="tag_the_day", name="{{ logical_date.strftime('%Y-%m-%d') }}",
                                   time_retained="30 d", **common)
     expire_tags = PaimonExpireTagsOperator(task_id="expire_tags", **common)
-    orphans = PaimonRemoveOrphanFilesOperator(task_id="remove_orphan_files", older_than=ORPHAN_AGE, **common)
+    orphans = PaimonRemoveOrphanFilesOperator(task_id="remove_orphan_files", older_than=ORPHAN_AGE,
+                                              min_older_than=ORPHAN_MIN_AGE, **common)
     compact >> tag >> expire >> expire_changelogs >> expire_tags >> orphans

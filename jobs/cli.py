@@ -231,13 +231,15 @@ def rollback_(warehouse: Warehouse, table: TableName, snapshot: int | None = Non
 @job("remove-orphan-files")
 def remove_orphan_files_(warehouse: Warehouse, table: TableName,
                          older_than: Annotated[str, typer.Option(help="Only files older than this")] = "1 d",
+                         min_older_than: Annotated[str, typer.Option(help="Refuse a shorter --older-than (the longest a writer keeps files uncommitted, plus clock skew)")] = "1 h",
                          dry_run: bool = False, master: Master = None, conf: Conf = None,
                          storage_option: Storage = None):
     """Delete unreferenced files, listing and deleting on executors."""
     from .maintenance import remove_orphan_files
 
     return remove_orphan_files(_spark(master, conf), _location(warehouse, table, storage_option),
-                               older_than_millis=parse_duration_millis(older_than), dry_run=dry_run)
+                               older_than_millis=parse_duration_millis(older_than),
+                               min_older_than_millis=parse_duration_millis(min_older_than), dry_run=dry_run)
 
 
 @job("read-changes")

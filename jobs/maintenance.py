@@ -117,42 +117,30 @@ def rollback(spark, location: TableLocation, *, snapshot_id: int | None = None, 
 
 
 def remove_orphan_files(spark, location: TableLocation, *, older_than_millis: int = 24 * 3600 * 1000,
-                        dry_run: bool = False) -> JobResult:
+                        min_older_than_millis: int = 3600 * 1000, dry_run: bool = False) -> JobResult:
     """Orphan removal with the listing and the deletes spread over executors (one top-level table
     directory per task); what is referenced is gathered on the driver first, and nothing is
-    deleted if any snapshot, tag or branch cannot be read completely."""
-    from paimonflow.core.orphans import _PROTECTED_DIRS, referenced_files
+    deleted if any snapshot, tag or branch cannot be read completely. ``min_older_than_millis``
+    (default 1 hour) refuses a window short enough to delete a running writer's new files."""
+    from paimonflow.core.orphans import check_window, referenced_files, scan_roots
 
     watch = Stopwatch()
-    if older_than_millis < 0:
-        raise InvalidArgumentError("older_than_millis must not be negative: a cutoff later than now would "
-                                   "delete files a running writer has not committed yet")
+    check_window(older_than_millis, min_older_than_millis)
     table = location.open()
     keep = frozenset(p.rstrip("/") for p in referenced_files(table))
     cutoff = time.time() * 1000 - older_than_millis
-    directories = []
-    for entry in table.file_io.list_dir(table.path):
-        name = entry.path.rstrip("/").rsplit("/", 1)[-1]
-        if entry.is_dir and name not in _PROTECTED_DIRS:
-            directories.append(entry.path)
+    directories = scan_roots(table)
     if not directories:
         return _result("remove-orphan-files", location, watch, orphans=0, orphan_bytes=0, scanned_files=0,
                        dry_run=dry_run)
     kept = spark.sparkContext.broadcast(keep)
 
-    def scan(directory: str):
-        from paimonflow.core.orphans import _walk
+    def scan(root: tuple[str, bool]):
+        from paimonflow.core.orphans import find_orphans
 
-        io = location.open().file_io
-        scanned, found = 0, []
-        for status in _walk(io, directory):
-            scanned += 1
-            name = status.path.rstrip("/").rsplit("/", 1)[-1]
-            if name.startswith(".") or status.path.rstrip("/") in kept.value:
-                continue
-            if status.modification_time_millis < cutoff:
-                found.append((status.path, status.size))
-        return [(scanned, found)]
+        directory, metadata_dir = root
+        return [find_orphans(location.open().file_io, directory, metadata_dir=metadata_dir, keep=kept.value,
+                             cutoff_millis=cutoff)]
 
     listed = spark.sparkContext.parallelize(directories, numSlices=len(directories)).flatMap(scan).collect()
     orphans = [item for _, found in listed for item in found]

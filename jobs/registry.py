@@ -50,7 +50,8 @@ JOBS: dict[str, Callable] = {
 _FLAGS = {"source_table": "--source-table", "partitions": "--partition", "buckets": "--bucket",
           "start_snapshot": "--start", "end_snapshot": "--end", "snapshot_id": "--snapshot",
           "columns": "--column"}
-_DURATIONS = {"older_than_millis": "--older-than", "expiration_millis": "--expiration"}
+_DURATIONS = {"older_than_millis": "--older-than", "min_older_than_millis": "--min-older-than",
+              "expiration_millis": "--expiration"}
 
 
 def run_job(name: str, spark, location: TableLocation, arguments: Mapping[str, Any]) -> dict[str, Any]:

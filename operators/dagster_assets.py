@@ -92,6 +92,7 @@ class TableSpec:
     maintenance_cron: str = "0 2 * * *"
     tag_time_retained: str = "30 d"
     orphan_older_than: str = "1 d"
+    orphan_min_older_than: str = "1 h"  # a shorter orphan window is refused (writers' new files)
     max_small_file_fraction: float = 0.5
     max_level0_runs: int = 5
     min_snapshots: int = 1
@@ -131,7 +132,8 @@ def paimon_table(spec: TableSpec) -> dict[str, list]:
            paimon_job_op("expire-snapshots", spec.table, name=f"expire_snapshots_{_safe(spec.table)}"),
            paimon_job_op("expire-tags", spec.table, name=f"expire_tags_{_safe(spec.table)}"),
            paimon_job_op("remove-orphan-files", spec.table, name=f"remove_orphans_{_safe(spec.table)}",
-                         older_than_millis=_millis(spec.orphan_older_than))]
+                         older_than_millis=_millis(spec.orphan_older_than),
+                         min_older_than_millis=_millis(spec.orphan_min_older_than))]
 
     @dg.job(name=f"maintain_{_safe(spec.table)}", tags={"kind": "paimon"})
     def maintenance():

@@ -403,17 +403,20 @@ class PaimonRollbackOperator(PaimonJobOperator):
 
 
 class PaimonRemoveOrphanFilesOperator(PaimonJobOperator):
-    """Delete unreferenced files older than ``older_than`` (default 1 day)."""
+    """Delete unreferenced files older than ``older_than`` (default 1 day). A window shorter than
+    ``min_older_than`` (default 1 hour) is refused: it could delete a running writer's new files."""
 
     job = "remove-orphan-files"
-    template_fields = (*PaimonJobOperator.template_fields, "older_than")
+    template_fields = (*PaimonJobOperator.template_fields, "older_than", "min_older_than")
 
-    def __init__(self, *, older_than: str = "1 d", dry_run: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, older_than: str = "1 d", min_older_than: str = "1 h", dry_run: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.older_than, self.dry_run = older_than, dry_run
+        self.older_than, self.min_older_than, self.dry_run = older_than, min_older_than, dry_run
 
     def arguments(self, context):
-        return {"older_than_millis": _millis(self.older_than), "dry_run": self.dry_run}
+        return {"older_than_millis": _millis(self.older_than), "min_older_than_millis": _millis(self.min_older_than),
+                "dry_run": self.dry_run}
 
     def run_core(self, hook, arguments):
         plan = hook.get_table(self.table).remove_orphan_files(**arguments)

@@ -33,6 +33,7 @@ os.environ.update({
     "PAIMONFLOW_WAREHOUSE": str(WAREHOUSE),
     "PAIMONFLOW_LANDING": str(LANDING),
     "PAIMONFLOW_ORPHAN_AGE": "0 ms",
+    "PAIMONFLOW_ORPHAN_MIN_AGE": "0 ms",  # nothing else writes into the test tables
     "AIRFLOW_CONN_SPARK_LOCAL": json.dumps({"conn_type": "spark", "host": "local[1]"}),
     # spark-submit (the Airflow Spark provider runs it from PATH) and its Python workers
     "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",

@@ -78,7 +78,12 @@ def test_maintenance_verbs(tmp_path):
                              "--older-than", "0 ms").output)["expired_snapshots"] == 3
     assert json.loads(invoke("--json", "compact", "db.t", "-w", wh).output)["snapshot_id"] == 6
     assert json.loads(invoke("--json", "rollback", "db.t", "-w", wh, "--tag", "t1").output)["target"] == 2
-    assert json.loads(invoke("--json", "remove-orphan-files", "db.t", "-w", wh, "--older-than", "0 ms").output)["orphans"] == 0
+    # below the 1-hour safety floor the CLI refuses (a running writer's new files could go)...
+    refused = invoke("remove-orphan-files", "db.t", "-w", wh, "--older-than", "10 min")
+    assert refused.exit_code != 0 and "safety floor" in " ".join(refused.output.split())
+    # ...unless the floor is lowered on purpose
+    assert json.loads(invoke("--json", "remove-orphan-files", "db.t", "-w", wh, "--older-than", "0 ms",
+                             "--min-older-than", "0 ms").output)["orphans"] == 0
     assert "r" in invoke("consumers", "db.t", "-w", wh, "--reset", "r=2").output
     assert invoke("rename-tag", "db.t", "-w", wh, "t1", "t2").exit_code == 0
     assert "deleted tag 't2'" in invoke("delete-tag", "db.t", "-w", wh, "t2").output

@@ -120,11 +120,11 @@ def test_maintenance_jobs(spark, wh, tmp_path):
         stray = os.path.join(table_dir, "dt=2026-11-21", f"bucket-{bucket}", "data-crashed-writer.parquet")
         os.makedirs(os.path.dirname(stray), exist_ok=True)
         pq.write_table(pa.table({"x": [1]}), stray)
-    orphans = job("remove-orphan-files", "-w", wh, "-t", "db.t", "--older-than", "0 ms", "--dry-run")
+    orphans = job("remove-orphan-files", "-w", wh, "-t", "db.t", "--older-than", "0 ms", "--min-older-than", "0 ms", "--dry-run")
     assert orphans["orphans"] == 3 and orphans["dry_run"]
-    removed = job("remove-orphan-files", "-w", wh, "-t", "db.t", "--older-than", "0 ms")
+    removed = job("remove-orphan-files", "-w", wh, "-t", "db.t", "--older-than", "0 ms", "--min-older-than", "0 ms")
     assert removed["orphans"] == orphans["orphans"]
-    assert job("remove-orphan-files", "-w", wh, "-t", "db.t", "--older-than", "0 ms")["orphans"] == 0
+    assert job("remove-orphan-files", "-w", wh, "-t", "db.t", "--older-than", "0 ms", "--min-older-than", "0 ms")["orphans"] == 0
     assert sorted(k[0] for k in rows(wh)) == [0, 1]
 
 

@@ -46,7 +46,7 @@ with DAG(dag_id="paimon_test_operators", schedule=None, start_date=datetime(2026
     ff = PaimonBranchOperator(task_id="fast_forward", branch="fix", action="fast-forward", **c)
     untag = PaimonDeleteTagOperator(task_id="delete_tag", name="after-first", **c)
     expire_tags = PaimonExpireTagsOperator(task_id="expire_tags", **c)
-    orphans = PaimonRemoveOrphanFilesOperator(task_id="orphans", older_than="0 ms", **c)
+    orphans = PaimonRemoveOrphanFilesOperator(task_id="orphans", older_than="0 ms", min_older_than="0 ms", **c)
     w1 >> tag >> w2 >> compact >> analyze >> branch >> changes >> plan >> partitions >> rollback >> ff
     ff >> untag >> expire_tags >> orphans
 
