@@ -70,7 +70,7 @@ class ChangelogManager:
             text = self.file_io.read_bytes(join(self.directory, name)).decode("ascii").strip()
         except (FileNotFoundStorageError, UnicodeDecodeError, StorageError):
             return None
-        return int(text) if text.isdigit() else None
+        return int(text) if text.isdigit() and len(text) <= 19 else None  # a Java long, never >4300 digits
 
     def earliest_id(self) -> int | None:
         hint = self._hint(EARLIEST)

@@ -51,7 +51,7 @@ class Consumer:
         """
         try:
             doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a >4300-digit number, deep nesting
             raise CorruptMetadataError(path, f"not valid JSON ({exc.__class__.__name__}: {exc})") from None
         if not isinstance(doc, dict):
             raise CorruptMetadataError(path, f"expected a JSON object, found {type(doc).__name__}")

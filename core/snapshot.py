@@ -119,7 +119,7 @@ class Snapshot:
     def from_json(cls, data: bytes, path: str = "<snapshot>") -> Snapshot:
         try:
             doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a >4300-digit number, deep nesting
             raise CorruptMetadataError(path, f"not valid JSON ({exc.__class__.__name__}: {exc})") from None
         if not isinstance(doc, dict):
             raise CorruptMetadataError(path, f"expected a JSON object, found {type(doc).__name__}")
@@ -224,7 +224,8 @@ class SnapshotManager:
             text = self.file_io.read_bytes(join(self.directory, name)).decode("ascii").strip()
         except (FileNotFoundStorageError, UnicodeDecodeError, StorageError):
             return None
-        return int(text) if text.isdigit() and int(text) > 0 else None
+        # at most 19 digits (a Java long): int() refuses >4300 digits with a bare ValueError
+        return int(text) if text.isdigit() and len(text) <= 19 and int(text) > 0 else None
 
     def latest_id(self) -> int | None:
         hint = self._read_hint(LATEST)
