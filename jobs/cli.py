@@ -2,8 +2,8 @@
 every job with typed arguments, printing one JSON result line on stdout.
 
 Common options: ``--warehouse`` (or ``PAIMONFLOW_WAREHOUSE``), ``--table db.t`` (``db.t$branch_b``
-for a branch), ``--storage-option k=v`` (S3 endpoint and keys; also ``PAIMONFLOW_S3_*`` through
-the environment of the caller), ``--master`` (default: the submit command's, else ``local[2]``)
+for a branch), ``--storage-option k=v`` (S3 endpoint...; credentials belong in the environment:
+``PAIMONFLOW_STORAGE_OPTIONS``, a JSON object, never on argv), ``--master`` (default: the submit command's, else ``local[2]``)
 and ``--conf k=v`` for Spark. Errors print one line on stderr and exit with code 2.
 """
 
@@ -19,7 +19,7 @@ import typer
 from paimonflow.core.errors import PaimonflowError
 from paimonflow.core.options import parse_duration_millis
 
-from .location import TableLocation
+from .location import TableLocation, storage_options_from_env
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="paimonflow Spark jobs (each prints one JSON result line).")
@@ -82,7 +82,8 @@ def _spark(master: str | None, conf: list[str] | None):
 
 
 def _location(warehouse: str, table: str, storage: list[str] | None) -> TableLocation:
-    return TableLocation(warehouse, table, _pairs(storage))
+    """``--storage-option`` pairs over those of ``PAIMONFLOW_STORAGE_OPTIONS`` (how callers pass secrets)."""
+    return TableLocation(warehouse, table, {**storage_options_from_env(), **_pairs(storage)})
 
 
 def _millis(text: str | None) -> int | None:

@@ -20,7 +20,7 @@ import dagster as dg
 from pydantic import Field, PrivateAttr
 
 from paimonflow.core import Catalog
-from paimonflow.jobs.location import TableLocation
+from paimonflow.jobs.location import STORAGE_OPTIONS_ENV, TableLocation
 
 
 class LocalStorage(dg.Config):
@@ -95,9 +95,10 @@ class SparkResource(dg.ConfigurableResource):
                 command += ["--conf", f"{key}={value}"]
             command += [submit.__file__, "--result-file", str(result_file), job, "-w", paimon.warehouse,
                         "-t", table, *cli_arguments(arguments)]
-            for key, value in paimon.storage_options().items():
-                command += ["--storage-option", f"{key}={value}"]
-            proc = subprocess.run(command, capture_output=True, text=True, env=_submit_env())
+            env = _submit_env()
+            if paimon.storage_options():  # credentials in the environment, never on argv (S9)
+                env[STORAGE_OPTIONS_ENV] = json.dumps(paimon.storage_options())
+            proc = subprocess.run(command, capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 raise dg.Failure(description=f"spark-submit {job} failed (exit {proc.returncode})",
                                  metadata={"stderr": dg.MetadataValue.text(proc.stderr[-4000:])})

@@ -24,6 +24,7 @@ from airflow.sdk import Asset, BaseOperator
 
 from paimonflow.core.errors import InvalidArgumentError
 from paimonflow.core.options import parse_duration_millis
+from paimonflow.jobs.location import STORAGE_OPTIONS_ENV
 
 from .hook import ENGINES, PaimonHook
 
@@ -107,6 +108,7 @@ class PaimonJobOperator(BaseOperator):
         if engine not in ENGINES:
             raise InvalidArgumentError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         arguments = self.arguments(context)
+        self._check_names(arguments)
         if self.commits:
             arguments.setdefault("commit_user", commit_user_for(context))
             arguments.setdefault("commit_identifier", RUN_IDENTIFIER)
@@ -121,6 +123,21 @@ class PaimonJobOperator(BaseOperator):
         self.log.info("result: %s", result)
         return result
 
+    _NAME_ARGUMENTS: ClassVar[dict[str, str]] = {"name": "tag", "tag": "tag", "commit_user": "commit user"}
+
+    def _check_names(self, arguments: Mapping[str, Any]) -> None:
+        """Rendered names (``dag_run.conf`` is user input) through the one validator before any
+        engine sees them (reliability S1, S7, S12): a spark-submit never starts on a bad name."""
+        from paimonflow.core.names import parse_table_name, validate_name
+
+        parse_table_name(self.table)
+        for key, kind in self._NAME_ARGUMENTS.items():
+            if arguments.get(key) is not None:
+                validate_name(kind, arguments[key])
+        for attr, kind in (("branch", "branch"), ("tag", "tag")):
+            if getattr(self, attr, None) is not None:
+                validate_name(kind, getattr(self, attr))
+
     def _run_in_spark(self, hook: PaimonHook, arguments: dict[str, Any], context) -> dict[str, Any]:
         from paimonflow.jobs.session import spark_session
 
@@ -133,25 +150,33 @@ class PaimonJobOperator(BaseOperator):
         finally:
             self._spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
 
+    def submit_hook(self, hook: PaimonHook, arguments: dict[str, Any], result_file: str):
+        """The ``SparkSubmitHook`` that runs this job: an argument list (never a shell string) holding
+        no storage option; those (credentials included) travel in the ``PAIMONFLOW_STORAGE_OPTIONS``
+        environment variable of spark-submit (reliability S9: never on argv, where ``ps`` and the
+        provider's DEBUG log of the command would show them). On YARN/Kubernetes the provider turns
+        environment variables into ``--conf`` settings: use instance roles or a credential provider there."""
+        import json
+
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        args = ["--result-file", result_file, self.job, "-w", hook.warehouse, "-t", self.table,
+                *self.cli_arguments(arguments)]
+        storage = dict(hook.location(self.table).storage_options)
+        return SparkSubmitHook(conn_id=self.spark_conn_id or hook.spark_conn_id, conf=self.spark_conf,
+                               name=f"paimonflow-{self.job}", application_args=args,
+                               env_vars={STORAGE_OPTIONS_ENV: json.dumps(storage)} if storage else None)
+
     def _run_submitted(self, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
         import json
         import tempfile
-
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+        from pathlib import Path
 
         import paimonflow.jobs.submit as submit
 
         with tempfile.NamedTemporaryFile(suffix=".json") as result_file:
-            args = ["--result-file", result_file.name, self.job, "-w", hook.warehouse, "-t", self.table,
-                    *self.cli_arguments(arguments)]
-            for key, value in hook.location(self.table).storage_options.items():
-                args += ["--storage-option", f"{key}={value}"]
-            self._submit_hook = SparkSubmitHook(conn_id=self.spark_conn_id or hook.spark_conn_id,
-                                                conf=self.spark_conf, name=f"paimonflow-{self.job}",
-                                                application_args=args)
+            self._submit_hook = self.submit_hook(hook, arguments, result_file.name)
             self._submit_hook.submit(application=submit.__file__)
-            from pathlib import Path
-
             text = Path(result_file.name).read_text().strip()
         return json.loads(text) if text else {"job": self.job, "table": self.table, "submitted": True}
 
