@@ -1,0 +1,111 @@
+"""Name fuzzing through the Airflow operators and sensor (reference/reliability.md I7, S1, S7, S12).
+
+Fuzzed and nasty names arrive as ``dag_run.conf`` values rendered through Jinja into the operators'
+templated fields (table, tag name, branch, rollback tag) and are executed for real on the core
+engine (``operator.execute(context)``, as tests/airflow does). Oracle: a typed ``InvalidNameError``
+(another ``PaimonflowError`` only for a valid name), or the operation stays inside the table: the
+tree around the warehouse (``sandbox/``) is unchanged outside ``sandbox/warehouse``, and no
+``snapshot-*`` file appears that was not committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from paimonflow.core import Catalog
+from paimonflow.core.errors import InvalidNameError, PaimonflowError
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+NASTY = ["../x", "..", ".", "a/../../b", "x\x00y", "/abs", "x/../../snapshot/snapshot-999", "../../../../OUTSIDE/p",
+         "a\\b", "snapshot-999", "{{ 7 * 7 }}", "x; touch pwned", "main", "ok_name"]
+NAMES = st.text(max_size=16) | st.sampled_from(NASTY) | st.lists(
+    st.sampled_from(["..", ".", "/", "\\", "\x00", "x", "snapshot-999", "\u00e9"]), min_size=1, max_size=5).map("".join)
+
+
+def tree(root: Path) -> dict[str, str]:
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        out.update({os.path.normpath(os.path.join(rel, d)) + "/": "" for d in dirnames})
+        for f in filenames:
+            with open(os.path.join(dirpath, f), "rb") as fh:
+                out[os.path.normpath(os.path.join(rel, f))] = hashlib.sha256(fh.read()).hexdigest()
+    return out
+
+
+def _operators(warehouse: str) -> list:
+    from paimonflow.operators import paimon as p
+    from paimonflow.sensors.snapshot import PaimonSnapshotSensor
+
+    c = {"warehouse": warehouse, "engine": "core"}
+    conf = "{{ dag_run.conf['name'] }}"
+    return [
+        p.PaimonCreateTagOperator(task_id="tag", table="lab.t", name=conf, snapshot_id=1, **c),
+        p.PaimonDeleteTagOperator(task_id="untag", table="lab.t", name=conf, **c),
+        p.PaimonBranchOperator(task_id="branch", table="lab.t", branch=conf, **c),
+        p.PaimonBranchOperator(task_id="branch_from_tag", table="lab.t", branch="b1", tag=conf, **c),
+        p.PaimonRollbackOperator(task_id="rollback", table="lab.t", tag=conf, **c),
+        p.PaimonCompactOperator(task_id="compact_table", table="lab." + conf, **c),
+        p.PaimonExpireSnapshotsOperator(task_id="expire_db", table=conf + ".t", dry_run=True, **c),
+        PaimonSnapshotSensor(task_id="sensor", table="lab." + conf, warehouse=warehouse, poke_interval=1, timeout=5,
+                             mode="poke"),
+    ]
+
+
+@pytest.mark.slow
+def test_fuzzed_dag_run_conf_names_through_every_templated_operator(airflow_db, tmp_path: Path, reliability) -> None:
+    sandbox = tmp_path / "sandbox"
+    warehouse = sandbox / "warehouse"
+    catalog = Catalog(str(warehouse))
+    catalog.create_database("lab")
+    t = catalog.create_table("lab.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
+    t.tags.create("keep", snapshot_id=1)
+    (sandbox / "outside.txt").write_text("must stay")
+    snapshot_dir = Path(t.path) / "snapshot"
+    counts = {"names": 0, "refused": 0, "ran": 0}
+
+    def one(name: str) -> None:
+        counts["names"] += 1
+        outside = {k: v for k, v in tree(sandbox).items() if not k.startswith("warehouse")}
+        snapshots = set(os.listdir(snapshot_dir))
+        for op in _operators(str(warehouse)):
+            context = {"ti": SimpleNamespace(dag_id="fuzz", task_id=op.task_id, map_index=-1),
+                       "logical_date": datetime(2026, 11, 20, tzinfo=UTC), "run_id": "manual",
+                       "outlet_events": None, "dag_run": SimpleNamespace(conf={"name": name}), "params": {}}
+            op.render_template_fields(context)
+            try:
+                op.poke(context) if hasattr(op, "poke") else op.execute(context)
+                counts["ran"] += 1
+            except InvalidNameError:
+                counts["refused"] += 1
+            except PaimonflowError:
+                counts["ran"] += 1  # a valid name the table does not know (tag, branch, table)
+        assert {k: v for k, v in tree(sandbox).items() if not k.startswith("warehouse")} == outside, (
+            f"{name!r} touched something outside the warehouse")
+        assert set(os.listdir(snapshot_dir)) <= snapshots | {"LATEST", "EARLIEST"}, f"{name!r} planted a snapshot"
+        for path in tree(warehouse):
+            assert os.path.realpath(warehouse / path).startswith(os.path.realpath(warehouse) + os.sep)
+
+    for name in NASTY:
+        one(name)
+
+    @settings(max_examples=reliability.scale(100, 1500), deadline=None, database=None, derandomize=True,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(name=NAMES)
+    def run(name: str) -> None:
+        one(name)
+
+    run()
+    assert Catalog(str(warehouse)).get_table("lab.t").tags.get("keep").id == 1
+    reliability.record(names=counts["names"], examples=counts["refused"] + counts["ran"])
+    assert counts["refused"] > 0 and counts["ran"] > 0
