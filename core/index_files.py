@@ -25,7 +25,7 @@ from pyroaring import BitMap
 
 from .errors import CorruptMetadataError
 from .fs import FileIO, join
-from .manifest import FileKind, _read_records, _write_avro
+from .manifest import FileKind, _plain_file_name, _read_records, _write_avro
 
 DELETION_VECTORS = "DELETION_VECTORS"
 HASH = "HASH"
@@ -200,8 +200,16 @@ def _entry_from(r: dict) -> IndexManifestEntry:
         DeletionVectorMeta(x["f0"], x["f1"], x["f2"], x.get("_CARDINALITY")) for x in ranges)
     return IndexManifestEntry(
         kind=FileKind(r["_KIND"]), partition=r["_PARTITION"], bucket=r["_BUCKET"],
-        file=IndexFileMeta(index_type=r["_INDEX_TYPE"], file_name=r["_FILE_NAME"], file_size=r["_FILE_SIZE"],
-                           row_count=r["_ROW_COUNT"], dv_ranges=dv, external_path=r.get("_EXTERNAL_PATH")))
+        file=IndexFileMeta(index_type=r["_INDEX_TYPE"], file_name=_plain_file_name(r["_FILE_NAME"]),
+                           file_size=r["_FILE_SIZE"], row_count=r["_ROW_COUNT"], dv_ranges=dv,
+                           external_path=_external_path(r.get("_EXTERNAL_PATH"))))
+
+
+def _external_path(value: object) -> str | None:
+    """An index file's external path: a path or URI (Paimon's external paths), never with a NUL."""
+    if value is not None and (not isinstance(value, str) or not value or "\x00" in value):
+        raise ValueError(f"external path {value!r} is not a path")
+    return value
 
 
 class IndexManifest:

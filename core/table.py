@@ -17,6 +17,7 @@ from .consumer import ConsumerManager
 from .errors import (
     CommitOutcomeUnknownError,
     InvalidArgumentError,
+    InvalidOptionError,
     SnapshotNotFoundError,
     TagNotFoundError,
     UnsupportedError,
@@ -43,11 +44,15 @@ class Table:
                  branch: str = MAIN_BRANCH) -> None:
         self.file_io, self.path, self.identifier, self.schema = file_io, path, identifier, schema
         self.branch = validate_name("branch", branch)
-        self.options = CoreOptions.from_map(schema.options)
         # Snapshots, schemas, tags and consumers are per branch; data files, manifests, index and
         # statistics files of every branch live in the table's own directories.
-        self.snapshot_manager = SnapshotManager(file_io, path, branch)
         self.schema_manager = SchemaManager(file_io, path, branch)
+        try:
+            self.options = CoreOptions.from_map(schema.options)
+        except InvalidOptionError as exc:  # a bad option in a schema file: say which file holds it
+            raise InvalidOptionError(exc.key, exc.value,
+                                     f"{exc.reason} (in {self.schema_manager.path(schema.id)})") from None
+        self.snapshot_manager = SnapshotManager(file_io, path, branch)
         self.tag_manager = TagManager(file_io, path, branch)
         self.consumer_manager = ConsumerManager(file_io, path, branch)
         self.manifest_io = ManifestIO(file_io=file_io, table_path=path, schema=schema, options=self.options)

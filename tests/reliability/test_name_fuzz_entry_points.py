@@ -128,7 +128,8 @@ def _entry_points(box: Sandbox, name: str) -> list[tuple[str, str, Callable[[], 
             return False
         if p.startswith(tbl + "dt="):
             segment = p[len(tbl):].split("/", 1)[0].rstrip("/")
-            expected = "dt=" + (escape_path_name(name) if name else "__DEFAULT_PARTITION__")
+            # empty or whitespace-only values are the default partition, as in Java's PartitionPathUtils
+            expected = "dt=" + (escape_path_name(name) if name.strip() else "__DEFAULT_PARTITION__")
             assert segment in ("dt=a", expected), (name, p)  # escaped: one path segment, never a path
         return True
 
