@@ -167,7 +167,7 @@ def test_canaries_never_reach_dagster_events_metadata_or_logs(monkeypatch, caplo
     text = "\n".join(seen)
     assert "touch_s3_table" in text  # the event log was read at all
     # the resource did resolve the canaries (the test is not vacuous)
-    with dg.build_resources({"paimon": resource}) as built:
+    with dg.build_resources({"paimon": resource}, instance=instance) as built:
         assert built.paimon.storage_options()["s3.secret-key"] == CANARIES["TEST_CANARY_SECRET"]
     leaked = [k for k, v in CANARIES.items() if v in text]
     assert not leaked, f"canaries of {leaked} leaked into Dagster events or logs"

@@ -87,6 +87,7 @@ class Sandbox:
             allowed: Callable[[str], bool]) -> str:
         """Run one entry point; check containment; return 'refused', 'typed' or 'done'."""
         outside_before = {p: h for p, h in tree(self.root).items() if not p.startswith("warehouse")}
+        above_before = (sorted(os.listdir(self.root.parent)), sorted(os.listdir(self.root.parent.parent)))
         inside_before = tree(self.warehouse)
         outcome = "done"
         try:
@@ -99,6 +100,8 @@ class Sandbox:
         after = tree(self.root)
         assert {p: h for p, h in after.items() if not p.startswith("warehouse")} == outside_before, (
             f"{label}({name!r}) touched something outside the warehouse")
+        assert (sorted(os.listdir(self.root.parent)), sorted(os.listdir(self.root.parent.parent))) == above_before, (
+            f"{label}({name!r}) created or deleted something above the sandbox")
         inside_after = tree(self.warehouse)
         changed = {p for p in set(inside_before) | set(inside_after) if inside_before.get(p) != inside_after.get(p)}
         if outcome != "done" or (kind != "partition value" and not valid(kind, name)):
@@ -166,13 +169,16 @@ def _entry_points(box: Sandbox, name: str) -> list[tuple[str, str, Callable[[], 
 def test_fuzzed_names_at_every_core_entry_point_stay_inside_the_table(tmp_path: Path, reliability) -> None:
     box = Sandbox(tmp_path / "sandbox")
     counts = {"names": 0, "refused": 0, "done": 0, "typed": 0}
+    boxes = [box]
 
     @settings(max_examples=reliability.scale(25, 1000), **SETTINGS)
     @given(name=NAMES)
     def run(name: str) -> None:
         counts["names"] += 1
-        for label, kind, call, allowed in _entry_points(box, name):
-            counts[box.run(name, label, call, kind, allowed)] += 1
+        if counts["names"] % 50 == 0:  # a fresh sandbox now and then: valid names grow the tree it scans
+            boxes.append(Sandbox(tmp_path / f"sandbox{len(boxes)}"))
+        for label, kind, call, allowed in _entry_points(boxes[-1], name):
+            counts[boxes[-1].run(name, label, call, kind, allowed)] += 1
 
     for name in NASTY:
         counts["names"] += 1
