@@ -10,7 +10,6 @@ tree around the warehouse (``sandbox/``) is unchanged outside ``sandbox/warehous
 
 from __future__ import annotations
 
-import hashlib
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,27 +18,13 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import InvalidNameError, PaimonflowError
+from tests.name_fuzz import NAMES, NASTY, tree
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
-NASTY = ["../x", "..", ".", "a/../../b", "x\x00y", "/abs", "x/../../snapshot/snapshot-999", "../../../../OUTSIDE/p",
-         "a\\b", "snapshot-999", "{{ 7 * 7 }}", "x; touch pwned", "main", "ok_name"]
-NAMES = st.text(max_size=16) | st.sampled_from(NASTY) | st.lists(
-    st.sampled_from(["..", ".", "/", "\\", "\x00", "x", "snapshot-999", "\u00e9"]), min_size=1, max_size=5).map("".join)
 
-
-def tree(root: Path) -> dict[str, str]:
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        out.update({os.path.normpath(os.path.join(rel, d)) + "/": "" for d in dirnames})
-        for f in filenames:
-            with open(os.path.join(dirpath, f), "rb") as fh:
-                out[os.path.normpath(os.path.join(rel, f))] = hashlib.sha256(fh.read()).hexdigest()
-    return out
 
 
 def _operators(warehouse: str) -> list:

@@ -15,7 +15,6 @@ traceback), output metadata, the sensor result, and every log record (caplog at 
 
 # No ``from __future__ import annotations``: Dagster reads the ops' annotations at runtime.
 
-import hashlib
 import logging
 import os
 from pathlib import Path
@@ -24,31 +23,17 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import InvalidNameError, PaimonflowError
 from paimonflow.operators.dagster_resources import PaimonResource, S3Storage
 from paimonflow.sensors.dagster_sensor import paimon_snapshot_sensor
+from tests.name_fuzz import NAMES, NASTY, tree
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
-NASTY = ["../x", "..", ".", "a/../../b", "x\x00y", "/abs", "x/../../snapshot/snapshot-999", "../../../../OUTSIDE/p",
-         "a\\b", "snapshot-999", "main", "ok_name"]
-NAMES = st.text(max_size=16) | st.sampled_from(NASTY) | st.lists(
-    st.sampled_from(["..", ".", "/", "\\", "\x00", "x", "snapshot-999", "\u00e9"]), min_size=1, max_size=5).map("".join)
 CANARIES = {"TEST_CANARY_ACCESS": "CANARY-dg-ak-1c5e", "TEST_CANARY_SECRET": "CANARY-dg-sk-77b0",
             "TEST_CANARY_TOKEN": "CANARY-dg-tok-e402"}
 
-
-def tree(root: Path) -> dict[str, str]:
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        out.update({os.path.normpath(os.path.join(rel, d)) + "/": "" for d in dirnames})
-        for f in filenames:
-            with open(os.path.join(dirpath, f), "rb") as fh:
-                out[os.path.normpath(os.path.join(rel, f))] = hashlib.sha256(fh.read()).hexdigest()
-    return out
 
 
 @dg.op(config_schema={"table": str, "tag": str})

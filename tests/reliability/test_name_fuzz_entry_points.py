@@ -18,15 +18,13 @@ directory never gains a file it should not (no planted ``snapshot-999``).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings
 from typer.testing import CliRunner
 
 from paimonflow.core import Catalog
@@ -34,30 +32,11 @@ from paimonflow.core.cli import app
 from paimonflow.core.errors import InvalidNameError, PaimonflowError
 from paimonflow.core.names import validate_name
 from paimonflow.core.partition import escape_path_name
+from tests.name_fuzz import NAMES, NASTY, SETTINGS, tree
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
                     ("v", pa.string())])
-NASTY = ["../x", "..", ".", "a/../../b", "x\x00y", "/abs", "/tmp/pwned", "x/../../snapshot/snapshot-999",
-         "../../../../OUTSIDE/pwned", "a\\..\\..\\b", "snapshot-999", "\u2215etc", "\uff0e\uff0e", "x\ny", "~",
-         "%2e%2e", "main", "123", "tag-", "ok_name", "d" * 201]
-NAMES = (st.text(max_size=20)
-         | st.sampled_from(NASTY)
-         | st.lists(st.sampled_from(["..", ".", "/", "\\", "\x00", "x", "snapshot", "snapshot-999", "%", "\u00e9"]),
-                    min_size=1, max_size=6).map("".join))
-SETTINGS = dict(deadline=None, database=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
-
-def tree(root: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel = os.path.relpath(dirpath, root)
-        for d in dirnames:
-            out[os.path.normpath(os.path.join(rel, d)) + "/"] = ""
-        for f in filenames:
-            with open(os.path.join(dirpath, f), "rb") as fh:
-                out[os.path.normpath(os.path.join(rel, f))] = hashlib.sha256(fh.read()).hexdigest()
-    return out
 
 
 def valid(kind: str, name: str) -> bool:
