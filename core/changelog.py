@@ -26,11 +26,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .errors import FileNotFoundStorageError, InvalidArgumentError, StorageError
+from .errors import FileNotFoundStorageError, InvalidArgumentError
 from .expire import entry_path_resolver
 from .faults import crash_point
 from .fs import join
 from .manifest import FileKind
+from .metafile import read_hint, write_hint
 from .snapshot import EARLIEST, LATEST, MAIN_BRANCH, Snapshot, branch_root
 
 CHANGELOG_PREFIX = "changelog-"
@@ -66,11 +67,7 @@ class ChangelogManager:
         return self.file_io.exists(self.path(changelog_id))
 
     def _hint(self, name: str) -> int | None:
-        try:
-            text = self.file_io.read_bytes(join(self.directory, name)).decode("ascii").strip()
-        except (FileNotFoundStorageError, UnicodeDecodeError, StorageError):
-            return None
-        return int(text) if text.isdigit() and len(text) <= 19 else None  # a Java long, never >4300 digits
+        return read_hint(self.file_io, join(self.directory, name))
 
     def earliest_id(self) -> int | None:
         hint = self._hint(EARLIEST)
@@ -87,8 +84,7 @@ class ChangelogManager:
         return ids[-1] if ids else None
 
     def write_hint(self, name: str, value: int) -> None:
-        with contextlib.suppress(StorageError):  # only hints
-            self.file_io.write_bytes(join(self.directory, name), str(value).encode("ascii"))
+        write_hint(self.file_io, join(self.directory, name), value)
 
     def publish(self, snapshot: Snapshot) -> None:
         """Write ``changelog-<id>`` (idempotent: a rerun after a crash finds it there)."""

@@ -18,13 +18,13 @@ them).
 from __future__ import annotations
 
 import builtins
-import json
 import re
 import time
 from dataclasses import dataclass
 
 from .errors import CorruptMetadataError, FileNotFoundStorageError, InvalidArgumentError
 from .fs import FileStatus, join
+from .metafile import load_object
 from .names import validate_name
 from .snapshot import branch_root
 
@@ -49,12 +49,7 @@ class Consumer:
         Raises CorruptMetadataError(path, reason) if it is not a JSON object with an integer
         ``nextSnapshot`` in Java's ``long`` range.
         """
-        try:
-            doc = json.loads(data.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a >4300-digit number, deep nesting
-            raise CorruptMetadataError(path, f"not valid JSON ({exc.__class__.__name__}: {exc})") from None
-        if not isinstance(doc, dict):
-            raise CorruptMetadataError(path, f"expected a JSON object, found {type(doc).__name__}")
+        doc = load_object(data, path)
         if "nextSnapshot" not in doc:
             raise CorruptMetadataError(path, "required field 'nextSnapshot' is missing")
         value = doc["nextSnapshot"]

@@ -31,6 +31,7 @@ from .errors import (
     SchemaError,
 )
 from .fs.base import FileIO, StorageOutcomeUnknownError, join
+from .metafile import load_object
 from .names import validate_name
 from .snapshot import branch_root
 from .types import (
@@ -202,12 +203,7 @@ class TableSchema:
         unknown types, duplicate field ids or keys that are not columns; UnsupportedError for a
         Paimon type paimonflow does not handle.
         """
-        try:
-            doc = json.loads(data)
-        except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a >4300-digit number, deep nesting
-            raise CorruptMetadataError(path, f"not valid JSON ({exc.__class__.__name__}: {exc})") from None
-        if not isinstance(doc, dict):
-            raise CorruptMetadataError(path, f"expected a JSON object, found {type(doc).__name__}")
+        doc = load_object(data, path)
         try:
             return cls._from_dict(doc)
         except SchemaError as exc:

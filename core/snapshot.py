@@ -6,7 +6,6 @@ one place a snapshot becomes visible, through the storage's atomic create-if-abs
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -15,6 +14,7 @@ from typing import Any
 
 from .errors import CorruptMetadataError, FileNotFoundStorageError, SnapshotNotFoundError, StorageError
 from .fs import join
+from .metafile import load_object, read_hint, write_hint
 from .names import validate_name
 
 SNAPSHOT_PREFIX = "snapshot-"
@@ -117,12 +117,7 @@ class Snapshot:
 
     @classmethod
     def from_json(cls, data: bytes, path: str = "<snapshot>") -> Snapshot:
-        try:
-            doc = json.loads(data.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, a >4300-digit number, deep nesting
-            raise CorruptMetadataError(path, f"not valid JSON ({exc.__class__.__name__}: {exc})") from None
-        if not isinstance(doc, dict):
-            raise CorruptMetadataError(path, f"expected a JSON object, found {type(doc).__name__}")
+        doc = load_object(data, path)
         values: dict[str, Any] = {}
         for attr, key, required in _FIELDS:
             if key not in doc or doc[key] is None:
@@ -220,12 +215,7 @@ class SnapshotManager:
         return sorted(ids)
 
     def _read_hint(self, name: str) -> int | None:
-        try:
-            text = self.file_io.read_bytes(join(self.directory, name)).decode("ascii").strip()
-        except (FileNotFoundStorageError, UnicodeDecodeError, StorageError):
-            return None
-        # at most 19 digits (a Java long): int() refuses >4300 digits with a bare ValueError
-        return int(text) if text.isdigit() and len(text) <= 19 and int(text) > 0 else None
+        return read_hint(self.file_io, join(self.directory, name))
 
     def latest_id(self) -> int | None:
         hint = self._read_hint(LATEST)
@@ -325,8 +315,7 @@ class SnapshotManager:
         return created
 
     def _write_hint(self, name: str, value: int) -> None:
-        with contextlib.suppress(StorageError):  # hints are only hints
-            self.file_io.write_bytes(join(self.directory, name), str(value).encode("ascii"))
+        write_hint(self.file_io, join(self.directory, name), value)
 
     def write_earliest_hint(self, snapshot_id: int) -> None:
         self._write_hint(EARLIEST, snapshot_id)
