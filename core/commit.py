@@ -279,90 +279,82 @@ class TableCommit:
 
     def _try_commit(self, adds, deletes, changelog, overwrite, kind, identifier, properties,
                     index_changes=((), ())) -> CommitResult:
-        state: dict[str, int | None] = {"ambiguous_since": None}
+        options = self._options
+        started = self._clock()
+        attempt = 0
+        ambiguous_since: int | None = None  # latest id seen before an attempt whose outcome is unknown
         try:
-            return self._try_commit_loop(adds, deletes, changelog, overwrite, kind, identifier, properties,
-                                         index_changes, state)
+            while True:
+                attempt += 1
+                latest = self._snapshots.latest()
+                if ambiguous_since is not None:
+                    mine = self._snapshots.find_by_commit(self.commit_user, identifier, kind, ambiguous_since + 1)
+                    if mine is not None:
+                        return self._result(mine, adds, deletes, attempt)
+                # Plain appends (new level-0 files, nothing deleted) cannot conflict except by a bucket
+                # count change, which needs a schema change: without one, skip reading every live file.
+                plain_append = (overwrite is None and not deletes and all(e.file.level == 0 for e in adds)
+                                and (latest is None or latest.schema_id == self._schema.id)
+                                and all(e.total_buckets == (self._options.bucket if self._options.bucket > 0 else -1)
+                                        for e in adds))
+                need_base = latest is not None and not plain_append
+                base_entries = self._manifests.live_entries(latest) if need_base else []
+                delta = list(adds) + list(deletes)
+                if overwrite is not None:
+                    delta = list(adds) + self._overwrite_deletes(base_entries, adds, overwrite)
+                if need_base:
+                    self._check_conflicts(base_entries, delta, kind)
+                index_manifest = self._next_index_manifest(latest, delta, overwrite, *index_changes)
+                new_id = 1 if latest is None else latest.id + 1
+                written: list[str] = []
+                try:
+                    if index_manifest is not None and index_manifest[0]:
+                        index_manifest = (self._index.write(index_manifest[1]), None)
+                        written.append(index_manifest[0])
+                    snapshot = self._prepare_snapshot(latest, new_id, delta, changelog, kind, identifier, properties,
+                                                      written)
+                    if index_manifest is not None:
+                        snapshot = dataclasses.replace(snapshot, index_manifest=index_manifest[0])
+                except BaseException:
+                    self._manifests.delete_files(written)
+                    raise
+                try:
+                    landed = self._snapshots.try_publish(snapshot)
+                except UnsupportedError:
+                    raise  # the store cannot take commits safely: refused before anything was sent
+                except PaimonflowError as exc:
+                    if attempt > options.commit_max_retries:
+                        raise CommitOutcomeUnknownError(
+                            f"publishing snapshot {new_id} failed in an unknown way and retries are exhausted; "
+                            f"retry with commit user {self.commit_user!r} and identifier {identifier}: {exc}"
+                        ) from exc
+                    ambiguous_since = latest.id if latest is not None else 0
+                    self._sleep(attempt)
+                    continue
+                if landed:
+                    return self._result(snapshot, [e for e in delta if e.kind is FileKind.ADD],
+                                        [e for e in delta if e.kind is FileKind.DELETE], attempt)
+                # Lost the race: nothing we wrote is referenced by any snapshot. Remove it and replan.
+                self._manifests.delete_files(written)
+                timeout = options.commit_timeout_millis
+                if attempt > options.commit_max_retries or (
+                    timeout is not None and (self._clock() - started) * 1000 > timeout
+                ):
+                    raise CommitRetriesExhaustedError(
+                        f"commit lost the race for a new snapshot {attempt} times "
+                        f"(commit.max-retries={options.commit_max_retries}); nothing was committed"
+                    )
+                self._sleep(attempt)
         except CommitOutcomeUnknownError:
             raise
         except PaimonflowError as exc:
-            if state["ambiguous_since"] is None:
+            if ambiguous_since is None:
                 raise  # no publish of ours can have landed
             # An earlier publish may have landed and this failure kept us from finding out: the
             # outcome is unknown, and nothing may be cleaned up.
             raise CommitOutcomeUnknownError(
                 f"a publish of this commit failed in an unknown way and checking it failed too; retry with "
                 f"commit user {self.commit_user!r} and identifier {identifier}: {exc}") from exc
-
-    def _try_commit_loop(self, adds, deletes, changelog, overwrite, kind, identifier, properties,
-                         index_changes, state: dict[str, int | None]) -> CommitResult:
-        options = self._options
-        started = self._clock()
-        attempt = 0
-        ambiguous_since: int | None = None  # latest id seen before an attempt whose outcome is unknown
-        while True:
-            attempt += 1
-            latest = self._snapshots.latest()
-            if ambiguous_since is not None:
-                mine = self._snapshots.find_by_commit(self.commit_user, identifier, kind, ambiguous_since + 1)
-                if mine is not None:
-                    return self._result(mine, adds, deletes, attempt)
-            # Plain appends (new level-0 files, nothing deleted) cannot conflict except by a bucket
-            # count change, which needs a schema change: without one, skip reading every live file.
-            plain_append = (overwrite is None and not deletes and all(e.file.level == 0 for e in adds)
-                            and (latest is None or latest.schema_id == self._schema.id)
-                            and all(e.total_buckets == (self._options.bucket if self._options.bucket > 0 else -1)
-                                    for e in adds))
-            need_base = latest is not None and not plain_append
-            base_entries = self._manifests.live_entries(latest) if need_base else []
-            delta = list(adds) + list(deletes)
-            if overwrite is not None:
-                delta = list(adds) + self._overwrite_deletes(base_entries, adds, overwrite)
-            if need_base:
-                self._check_conflicts(base_entries, delta, kind)
-            index_manifest = self._next_index_manifest(latest, delta, overwrite, *index_changes)
-            new_id = 1 if latest is None else latest.id + 1
-            written: list[str] = []
-            try:
-                if index_manifest is not None and index_manifest[0]:
-                    index_manifest = (self._index.write(index_manifest[1]), None)
-                    written.append(index_manifest[0])
-                snapshot = self._prepare_snapshot(latest, new_id, delta, changelog, kind, identifier, properties,
-                                                  written)
-                if index_manifest is not None:
-                    snapshot = dataclasses.replace(snapshot, index_manifest=index_manifest[0])
-            except BaseException:
-                self._manifests.delete_files(written)
-                raise
-            try:
-                landed = self._snapshots.try_publish(snapshot)
-            except UnsupportedError:
-                raise  # the store cannot take commits safely: refused before anything was sent
-            except PaimonflowError as exc:
-                if attempt > options.commit_max_retries:
-                    raise CommitOutcomeUnknownError(
-                        f"publishing snapshot {new_id} failed in an unknown way and retries are exhausted; "
-                        f"retry with commit user {self.commit_user!r} and identifier {identifier}: {exc}"
-                    ) from exc
-                ambiguous_since = latest.id if latest is not None else 0
-                if state["ambiguous_since"] is None:
-                    state["ambiguous_since"] = ambiguous_since
-                self._sleep(attempt)
-                continue
-            if landed:
-                return self._result(snapshot, [e for e in delta if e.kind is FileKind.ADD],
-                                    [e for e in delta if e.kind is FileKind.DELETE], attempt)
-            # Lost the race: nothing we wrote is referenced by any snapshot. Remove it and replan.
-            self._manifests.delete_files(written)
-            timeout = options.commit_timeout_millis
-            if attempt > options.commit_max_retries or (
-                timeout is not None and (self._clock() - started) * 1000 > timeout
-            ):
-                raise CommitRetriesExhaustedError(
-                    f"commit lost the race for a new snapshot {attempt} times "
-                    f"(commit.max-retries={options.commit_max_retries}); nothing was committed"
-                )
-            self._sleep(attempt)
 
     def _sleep(self, attempt: int) -> None:
         low, high = self._options.commit_min_retry_wait_millis, self._options.commit_max_retry_wait_millis
