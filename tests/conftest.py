@@ -7,7 +7,7 @@ import os
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -80,7 +80,7 @@ if RELIABILITY_TIER not in ("fast", "long"):
 RELIABILITY_RESULTS = Path(os.environ.get("PAIMONFLOW_RELIABILITY_RESULTS", "build/reliability"))
 
 _reliability_counts: dict[str, Counter[str]] = {}
-_reliability_outcomes: dict[str, str] = {}
+_reliability_failed: set[str] = set()
 
 
 class Reliability:
@@ -110,9 +110,8 @@ def reliability(request: pytest.FixtureRequest) -> Reliability:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.nodeid in _reliability_counts and (report.when == "call" or report.outcome != "passed"):
-        if _reliability_outcomes.get(report.nodeid) != "failed":
-            _reliability_outcomes[report.nodeid] = report.outcome
+    if report.failed and report.nodeid in _reliability_counts:
+        _reliability_failed.add(report.nodeid)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -121,10 +120,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     totals: Counter[str] = Counter()
     for counts in _reliability_counts.values():
         totals.update(counts)
-    failed = sorted(n for n, o in _reliability_outcomes.items() if o == "failed")
+    failed = sorted(_reliability_failed)
     summary = {
         "tier": RELIABILITY_TIER,
-        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "tests": len(_reliability_counts),
         "failed_tests": failed,
         "totals": dict(sorted(totals.items())),

@@ -7,8 +7,11 @@ import hashlib
 import os
 from pathlib import Path
 
+import pyarrow as pa
 from hypothesis import HealthCheck
 from hypothesis import strategies as st
+
+from paimonflow.core import Catalog
 
 NASTY = ["../x", "..", ".", "a/../../b", "x\x00y", "/abs", "/tmp/pwned", "x/../../snapshot/snapshot-999",
          "../../../../OUTSIDE/pwned", "a\\..\\..\\b", "snapshot-999", "\u2215etc", "\uff0e\uff0e", "x\ny", "~",
@@ -33,3 +36,30 @@ def tree(root: Path) -> dict[str, str]:
             with open(os.path.join(dirpath, f), "rb") as fh:
                 out[os.path.normpath(os.path.join(rel, f))] = hashlib.sha256(fh.read()).hexdigest()
     return out
+
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+
+
+class Sandbox:
+    """A warehouse with one table, ``lab.t`` (one row), inside a folder that a fuzzed name must
+    never change (I7): ``state()`` before an attempt, ``check(before, name)`` after it."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.root = tmp_path / "sandbox"
+        self.warehouse = self.root / "warehouse"
+        catalog = Catalog(str(self.warehouse))
+        catalog.create_database("lab")
+        self.table = catalog.create_table("lab.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+        self.table.write(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
+        (self.root / "outside.txt").write_text("must stay")
+        self._snapshot_dir = Path(self.table.path) / "snapshot"
+
+    def state(self) -> tuple[dict[str, str], set[str]]:
+        outside = {k: v for k, v in tree(self.root).items() if not k.startswith("warehouse")}
+        return outside, set(os.listdir(self._snapshot_dir))
+
+    def check(self, before: tuple[dict[str, str], set[str]], name: str) -> None:
+        outside, snapshots = self.state()
+        assert outside == before[0], f"{name!r} touched something outside the warehouse"
+        assert snapshots <= before[1] | {"LATEST", "EARLIEST"}, f"{name!r} planted a snapshot"

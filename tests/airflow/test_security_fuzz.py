@@ -15,16 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
-import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import InvalidNameError, PaimonflowError
-from tests.name_fuzz import NAMES, NASTY, tree
-
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
-
+from tests.name_fuzz import NAMES, NASTY, SETTINGS, Sandbox, tree
 
 
 def _operators(warehouse: str) -> list:
@@ -48,21 +44,14 @@ def _operators(warehouse: str) -> list:
 
 @pytest.mark.slow
 def test_fuzzed_dag_run_conf_names_through_every_templated_operator(airflow_db, tmp_path: Path, reliability) -> None:
-    sandbox = tmp_path / "sandbox"
-    warehouse = sandbox / "warehouse"
-    catalog = Catalog(str(warehouse))
-    catalog.create_database("lab")
-    t = catalog.create_table("lab.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
-    t.write(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
-    t.tags.create("keep", snapshot_id=1)
-    (sandbox / "outside.txt").write_text("must stay")
-    snapshot_dir = Path(t.path) / "snapshot"
+    box = Sandbox(tmp_path)
+    box.table.tags.create("keep", snapshot_id=1)
+    warehouse = box.warehouse
     counts = {"names": 0, "refused": 0, "ran": 0}
 
     def one(name: str) -> None:
         counts["names"] += 1
-        outside = {k: v for k, v in tree(sandbox).items() if not k.startswith("warehouse")}
-        snapshots = set(os.listdir(snapshot_dir))
+        before = box.state()
         for op in _operators(str(warehouse)):
             context = {"ti": SimpleNamespace(dag_id="fuzz", task_id=op.task_id, map_index=-1),
                        "logical_date": datetime(2026, 11, 20, tzinfo=UTC), "run_id": "manual",
@@ -75,17 +64,14 @@ def test_fuzzed_dag_run_conf_names_through_every_templated_operator(airflow_db, 
                 counts["refused"] += 1
             except PaimonflowError:
                 counts["ran"] += 1  # a valid name the table does not know (tag, branch, table)
-        assert {k: v for k, v in tree(sandbox).items() if not k.startswith("warehouse")} == outside, (
-            f"{name!r} touched something outside the warehouse")
-        assert set(os.listdir(snapshot_dir)) <= snapshots | {"LATEST", "EARLIEST"}, f"{name!r} planted a snapshot"
+        box.check(before, name)
         for path in tree(warehouse):
             assert os.path.realpath(warehouse / path).startswith(os.path.realpath(warehouse) + os.sep)
 
     for name in NASTY:
         one(name)
 
-    @settings(max_examples=reliability.scale(100, 1500), deadline=None, database=None, derandomize=True,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @settings(max_examples=reliability.scale(100, 1500), **SETTINGS)
     @given(name=NAMES)
     def run(name: str) -> None:
         one(name)

@@ -34,6 +34,7 @@ import pytest
 
 from paimonflow.core import Catalog
 from paimonflow.core.fs import LocalFileIO
+from tests.reliability.oracle import snapshot_ids_on_storage
 
 DATABASE = "race"
 ROW_ID_STRIDE = 1_000  # row ids: writer * ROW_ID_STRIDE**2 + commit * ROW_ID_STRIDE + j
@@ -240,16 +241,6 @@ def create_race_table(catalog: Catalog, kind: str) -> str:
 # the oracle
 
 
-def snapshot_ids_on_storage(catalog: Catalog, table_path: str) -> list[int]:
-    """Ids of ``snapshot/snapshot-<n>`` files, listed directly (not through the snapshot manager)."""
-    ids = []
-    for status in catalog.file_io.list_dir(table_path.rstrip("/") + "/snapshot"):
-        name = status.path.rstrip("/").rsplit("/", 1)[-1]
-        if name.startswith("snapshot-"):
-            ids.append(int(name[len("snapshot-"):]))
-    return sorted(ids)
-
-
 def lost_acknowledged_commits(catalog: Catalog, spec: RaceSpec) -> list[dict[str, object]]:
     """Acknowledged commits whose identity is not in the snapshot that was reported for them."""
     table = catalog.get_table(spec.identifier)
@@ -269,7 +260,7 @@ def check_no_lost_commits(catalog: Catalog, spec: RaceSpec) -> None:
     assert not any(a["already_committed"] for a in acks), "a first attempt was reported as already committed"
 
     # I3: ids 1..N contiguous, on storage and through the reader; N = acknowledged commits.
-    on_storage = snapshot_ids_on_storage(catalog, table.path)
+    on_storage = snapshot_ids_on_storage(table)
     assert on_storage == list(range(1, expected_acks + 1)), f"snapshot files {on_storage}"
     snapshots = table.system_table("snapshots").to_pylist()
     assert [s["snapshot_id"] for s in snapshots] == on_storage
@@ -324,7 +315,7 @@ def check_no_lost_commits(catalog: Catalog, spec: RaceSpec) -> None:
 
 def check_retried_task_commits_nothing(catalog: Catalog, spec: RaceSpec, writers: list[int]) -> None:
     table = catalog.get_table(spec.identifier)
-    before_ids = snapshot_ids_on_storage(catalog, table.path)
+    before_ids = snapshot_ids_on_storage(table)
     before_rows = table.read().sort_by("id")
     run_processes(repeat_worker, spec, writers)
     repeats = read_logs(Path(spec.log_dir), event="repeat", prefix="repeat-")
@@ -336,7 +327,7 @@ def check_retried_task_commits_nothing(catalog: Catalog, spec: RaceSpec, writers
     for r in repeats:
         if r["identifier"] == spec.commits:
             assert r["snapshot_id"] == last[r["writer"]], r
-    assert snapshot_ids_on_storage(catalog, table.path) == before_ids
+    assert snapshot_ids_on_storage(table) == before_ids
     assert table.read().sort_by("id").equals(before_rows)
 
 
@@ -420,7 +411,7 @@ def test_repeated_commit_identity_commits_nothing_in_one_process(tmp_path: Path)
     assert again.already_committed and again.snapshot_id == 1 and again.added_rows == 0
     older = table.write(batch_of("pk", 0, 1), commit_user="job-a", commit_identifier=3)
     assert older.already_committed and older.added_rows == 0
-    assert snapshot_ids_on_storage(catalog, table.path) == [1, 2]
+    assert snapshot_ids_on_storage(table) == [1, 2]
     assert sorted(table.read().column("id").to_pylist()) == sorted(rows_of(0, 0) + rows_of(1, 0))
     data_files = [p for p in Path(table.path).rglob("data-*") if p.is_file()]
     assert len(data_files) == 2, "the repeated commits wrote data files"

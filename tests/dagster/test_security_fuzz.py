@@ -16,21 +16,17 @@ traceback), output metadata, the sensor result, and every log record (caplog at 
 # No ``from __future__ import annotations``: Dagster reads the ops' annotations at runtime.
 
 import logging
-import os
 from pathlib import Path
 
 import dagster as dg
-import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 
-from paimonflow.core import Catalog
 from paimonflow.core.errors import InvalidNameError, PaimonflowError
 from paimonflow.operators.dagster_resources import PaimonResource, S3Storage
 from paimonflow.sensors.dagster_sensor import paimon_snapshot_sensor
-from tests.name_fuzz import NAMES, NASTY, tree
+from tests.name_fuzz import NAMES, NASTY, SETTINGS, Sandbox
 
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
 CANARIES = {"TEST_CANARY_ACCESS": "CANARY-dg-ak-1c5e", "TEST_CANARY_SECRET": "CANARY-dg-sk-77b0",
             "TEST_CANARY_TOKEN": "CANARY-dg-tok-e402"}
 
@@ -59,22 +55,15 @@ def name_job():
 
 @pytest.mark.slow
 def test_fuzzed_names_through_run_config_and_the_sensor(tmp_path: Path, reliability) -> None:
-    sandbox = tmp_path / "sandbox"
-    warehouse = sandbox / "warehouse"
-    catalog = Catalog(str(warehouse))
-    catalog.create_database("lab")
-    t = catalog.create_table("lab.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
-    t.write(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
-    (sandbox / "outside.txt").write_text("must stay")
-    snapshot_dir = Path(t.path) / "snapshot"
+    box = Sandbox(tmp_path)
+    warehouse = box.warehouse
     resource = PaimonResource(warehouse=str(warehouse))
     counts = {"names": 0, "refused": 0, "other": 0}
     instance = dg.DagsterInstance.ephemeral()
 
     def one(name: str, *, with_job: bool) -> None:
         counts["names"] += 1
-        outside = {k: v for k, v in tree(sandbox).items() if not k.startswith("warehouse")}
-        snapshots = set(os.listdir(snapshot_dir))
+        before = box.state()
         if with_job:
             for table, tag in (("lab.t", name), (f"lab.{name}", "ok"), (f"{name}.t", "ok")):
                 result = name_job.execute_in_process(
@@ -94,14 +83,12 @@ def test_fuzzed_names_through_run_config_and_the_sensor(tmp_path: Path, reliabil
             counts["other"] += 1
         except dg.DagsterInvalidDefinitionError:
             counts["refused"] += 1  # Dagster's own name rules; nothing ran
-        assert {k: v for k, v in tree(sandbox).items() if not k.startswith("warehouse")} == outside, name
-        assert set(os.listdir(snapshot_dir)) <= snapshots | {"LATEST", "EARLIEST"}, f"{name!r} planted a snapshot"
+        box.check(before, name)
 
     for name in NASTY:
         one(name, with_job=True)
 
-    @settings(max_examples=reliability.scale(15, 300), deadline=None, database=None, derandomize=True,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @settings(max_examples=reliability.scale(15, 300), **SETTINGS)
     @given(name=NAMES)
     def run(name: str) -> None:
         one(name, with_job=True)

@@ -25,18 +25,16 @@ import sys
 import time
 import traceback
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 
 from paimonflow.core import Catalog
-from paimonflow.core.binary_row import deserialize_row
-from paimonflow.core.errors import CommitConflictError, FileNotFoundStorageError
-from paimonflow.core.fs import join
+from paimonflow.core.errors import CommitConflictError
 from paimonflow.core.table import Table
-from paimonflow.core.write import bucket_directory
+from tests.reliability.oracle import garbage, missing_needed_files, snapshot_ids_on_storage
 
 DATABASE = "chaos"
 # Plenty of retries: these harnesses are about lost or duplicated commits, not about giving up.
@@ -91,84 +89,6 @@ def read_logs(log_dir: str | Path, prefix: str, event: str | None = None) -> lis
 
 
 # -- storage views (listed directly, not through the snapshot manager) -----------------------------
-
-
-def snapshot_ids_on_storage(table: Table) -> list[int]:
-    ids = []
-    for status in table.file_io.list_dir(join(table.path, "snapshot")):
-        name = status.path.rstrip("/").rsplit("/", 1)[-1]
-        if name.startswith("snapshot-") and name[len("snapshot-"):].isdigit():
-            ids.append(int(name[len("snapshot-"):]))
-    return sorted(ids)
-
-
-def needed_files(table: Table) -> tuple[set[str], list[str]]:
-    """I4 walker: every file a retained snapshot or tag references, following snapshot -> manifest
-    lists -> manifests -> data files (+ index manifest -> index files, statistics). Returns
-    ``(needed, missing)``; a missing manifest list or manifest is reported, not followed."""
-    mio = table.manifest_io
-    partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
-    needed: set[str] = set()
-    missing: list[str] = []
-
-    def need(path: str) -> bool:
-        needed.add(path)
-        if table.file_io.exists(path):
-            return True
-        missing.append(path)
-        return False
-
-    def walk(snapshot, what: str) -> None:
-        for name in (snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list):
-            if name and need(join(mio.manifest_dir, name)):
-                for meta in mio._lists.read(name):
-                    need(join(mio.manifest_dir, meta.file_name))
-        if snapshot.index_manifest and need(join(mio.manifest_dir, snapshot.index_manifest)):
-            for e in table.index_manifest.read(snapshot.index_manifest):
-                need(e.file.external_path or join(table.index_dir, e.file.file_name))
-        if snapshot.statistics:
-            need(join(table.path, "statistics", snapshot.statistics))
-        try:
-            entries = [*mio.live_entries(snapshot), *mio.changelog_entries(snapshot)]
-        except (FileNotFoundStorageError, LookupError) as exc:
-            missing.append(f"{what}: {exc}")
-            return
-        for e in entries:
-            values = tuple(deserialize_row(e.partition, partition_types))
-            directory = bucket_directory(table.path, table.schema, table.options, values, e.bucket)
-            need(e.file.external_path or join(directory, e.file.file_name))
-            for extra in e.file.extra_files:
-                need(join(directory, extra))
-
-    for sid in snapshot_ids_on_storage(table):
-        snapshot = table.snapshot_manager.try_snapshot(sid)
-        if snapshot is None:
-            missing.append(f"snapshot-{sid} vanished while checking")
-            continue
-        walk(snapshot, f"snapshot {sid}")
-    for name, tag in table.tag_manager.list_tags().items():
-        walk(tag, f"tag {name}")
-    return needed, missing
-
-
-def files_under(table: Table, directories: Iterable[str] = ("snapshot", "schema", "tag", "consumer", "changelog",
-                                                             "branch")) -> list[str]:
-    """Every file of the table outside the metadata directories named (data, manifest, index...)."""
-    skip = set(directories)
-    out = []
-
-    def walk(path: str) -> None:
-        for status in table.file_io.list_dir(path):
-            if status.is_dir:
-                walk(status.path)
-            else:
-                out.append(status.path.rstrip("/"))
-
-    for entry in table.file_io.list_dir(table.path):
-        name = entry.path.rstrip("/").rsplit("/", 1)[-1]
-        if entry.is_dir and name not in skip:
-            walk(entry.path)
-    return sorted(out)
 
 
 def open_table(warehouse: str, storage_options: Mapping[str, str] | None, identifier: str,
@@ -282,10 +202,13 @@ def mixed_worker(spec: MixedSpec, role: str, index: int, start, stop) -> None:
                                      kind="OVERWRITE"))
                 time.sleep(rng.uniform(0, 0.01))
         elif role == "compactor":
-            identifier = 0
-            while not stop.is_set() and identifier < spec.max_compactions:
+            identifier, settled = 0, False
+            # Until the writers are done, then until one full compaction finishes without a conflict
+            # (a short race on a slow store may give the compactor no window; the harness must still
+            # see a compaction land).
+            while identifier < spec.max_compactions and not settled:
                 identifier += 1
-                partitions = None if rng.random() < 0.6 else [{"part": rng.choice(
+                partitions = None if stop.is_set() or rng.random() < 0.6 else [{"part": rng.choice(
                     ["up-0", "up-1", *(f"ow-{o}" for o in range(spec.overwriters))])}]
                 try:
                     result = table.compact(full=True, partitions=partitions, commit_user=compactor_user(index),
@@ -296,6 +219,7 @@ def mixed_worker(spec: MixedSpec, role: str, index: int, start, stop) -> None:
                     continue
                 append_log(log, _ack(result, user=compactor_user(index), identifier=identifier, kind="COMPACT",
                                      partitions=partitions, files_read=result.files_read))
+                settled = stop.is_set() and partitions is None
                 time.sleep(rng.uniform(0, 0.02))
         else:
             raise ValueError(role)
@@ -417,10 +341,9 @@ def check_mixed(table: Table, spec: MixedSpec, *, time_travel: int = 40) -> Coun
     counts["time_travel_reads"] += len(sample)
 
     # I4 and no garbage: nothing crashed, so every file of the table is referenced by a snapshot.
-    needed, missing = needed_files(table)
+    missing = missing_needed_files(table)
     assert not missing, f"files referenced by retained snapshots are missing: {missing[:5]}"
-    stray = [p for p in files_under(table) if p not in needed]
-    stray += [p for p in files_under(table, directories=()) if p.rsplit("/", 1)[-1].endswith(".tmp")]
+    stray = sorted(garbage(table))
     assert not stray, f"{len(stray)} files no snapshot references (leaked by a lost race or conflict): {stray[:5]}"
     return counts
 

@@ -52,6 +52,7 @@ from paimonflow.core.auto_tag import AutoTagSettings
 from paimonflow.core.errors import InvalidArgumentError
 from paimonflow.core.orphans import referenced_files, remove_orphan_files
 from paimonflow.core.tags import Tags
+from tests.reliability.oracle import missing_needed_files
 
 MINUTE = 60_000
 HOUR = 60 * MINUTE
@@ -64,12 +65,6 @@ FOREVER = "3650 d"  # manual tags outlive every skewed tag expiry
 
 def state(table, **kw) -> dict[int, str]:
     return {r["k"]: r["v"] for r in table.read(**kw).to_pylist()}
-
-
-def missing_referenced_files(table) -> list[str]:
-    """I4: what a retained snapshot, tag (or long-lived changelog) references but storage lacks.
-    ``referenced_files`` itself raises if a manifest list or manifest is missing."""
-    return sorted(p for p in referenced_files(table) if not table.file_io.exists(p))
 
 
 def skew_settings(reliability, *, fast_examples: int, long_examples: int, fast_steps: int,
@@ -247,7 +242,7 @@ class SkewedClocks(RuleBasedStateMachine):
     def everything_retained_reads_right(self) -> None:
         if not hasattr(self, "table"):
             return
-        missing = missing_referenced_files(self.table)
+        missing = missing_needed_files(self.table)
         assert not missing, f"I4: files referenced by retained snapshots/tags are gone: {missing}"
         ids = self.ids()
         if self.consumer is not None:
@@ -400,7 +395,7 @@ def test_orphan_removal_under_clock_skew(orphan_table, reliability):
                 assert os.path.exists(path) != old, f"{path}: old={old} but exists={os.path.exists(path)}"
             counts["orphans_deleted"] += len(plan.orphans)
             counts["young_orphans_kept"] += sum(not old for old in orphans.values())
-            missing = missing_referenced_files(table)
+            missing = missing_needed_files(table)
             assert not missing, f"I4: the cleaner deleted referenced files {missing}"
             for key, rows in expected.items():
                 got = state(table, tag=key) if isinstance(key, str) else state(table, snapshot_id=key)

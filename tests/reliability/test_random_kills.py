@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -50,22 +49,19 @@ import pytest
 
 from paimonflow.core import Catalog
 from paimonflow.core.table import Table
-from tests.reliability.chaos import (
-    create_kill_table,
-    files_under,
-    kill_batch_rows,
+from tests.reliability.chaos import create_kill_table, kill_batch_rows, open_table, read_log, writer_user
+from tests.reliability.oracle import (
+    garbage,
+    is_temp,
+    missing_needed_files,
     needed_files,
-    open_table,
-    read_log,
     snapshot_ids_on_storage,
-    writer_user,
 )
 
 REPO = Path(__file__).resolve().parents[2]
 TIME_RETAINED_S = 8
 STOP_TIMEOUT_S = 180.0
 SNAPSHOT_READS = 40  # retained snapshots read and checked per state check (seeded sample)
-TEMP_FILE = re.compile(r"^\..+\.tmp$")  # temp files of interrupted writes: .<name>.<id>.tmp
 
 
 @dataclass(slots=True)
@@ -200,7 +196,7 @@ def check_state(table: Table, acks: dict[int, dict[int, list[dict[str, object]]]
                     raise fail(f"writer {w} batch {k} was acknowledged as snapshot {sid}, which holds "
                                f"{snapshots[sid].commit_user}/{snapshots[sid].commit_identifier}")
     # I4: every file a retained snapshot references exists.
-    _, missing = needed_files(table)
+    missing = missing_needed_files(table)
     if missing:
         raise fail(f"{len(missing)} files referenced by retained snapshots are missing, e.g. {missing[:3]}")
 
@@ -301,24 +297,18 @@ def test_random_sigkills_keep_every_acknowledged_commit(tmp_path: Path, reliabil
     # without touching a referenced file, and the table still holds the model. Garbage: files no
     # retained snapshot references outside the metadata directories, and temp files of
     # interrupted writes (``.<name>.<hex>.tmp``) anywhere.
-    def garbage_of(t: Table) -> set[str]:
-        needed, _ = needed_files(t)
-        data = {p for p in files_under(t) if p not in needed}
-        temps = {p for p in files_under(t, directories=()) if TEMP_FILE.match(p.rsplit("/", 1)[-1])}
-        return data | temps
-
-    garbage = garbage_of(table)
+    garbage_before = garbage(table)
     needed, _ = needed_files(table)
     plan = table.remove_orphan_files(older_than_millis=0)
     removed = set(plan.orphans)
     assert not removed & needed, f"seed {seed}: orphan removal listed referenced files {sorted(removed & needed)[:3]}"
     after = check_state(open_table(warehouse, None, identifier), acks, unprotected, seed, "after orphan removal")
     assert after["rows"] == counts["rows"], f"seed {seed}: orphan removal changed the rows"
-    left = garbage_of(table)
+    left = garbage(table)
     assert not left, f"seed {seed}: garbage left after orphan removal: {sorted(left)[:5]}"
-    assert garbage == removed, f"seed {seed}: orphan removal removed {sorted(removed - garbage)[:3]} beyond the " \
-                               f"garbage found, and left {sorted(garbage - removed)[:3]}"
-    temps = sum(1 for p in garbage if TEMP_FILE.match(p.rsplit("/", 1)[-1]))
+    assert garbage_before == removed, f"seed {seed}: orphan removal removed {sorted(removed - garbage_before)[:3]} " \
+                                      f"beyond the garbage found, and left {sorted(garbage_before - removed)[:3]}"
+    temps = sum(1 for p in garbage_before if is_temp(p))
 
     by_role = {w.name: w.kills for w in workers}
     commits = sum(len(ks) for ks in acks.values())

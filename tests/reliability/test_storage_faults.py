@@ -42,13 +42,10 @@ import pytest
 from paimonflow.core import Catalog
 from paimonflow.core.errors import PaimonflowError, TagNotFoundError
 from paimonflow.core.fs import LocalFileIO, get_file_io
-from paimonflow.core.orphans import referenced_files
 from paimonflow.core.table import Table
 from tests.reliability import crash_child
 from tests.reliability.faulty_io import WRITE, FaultPlan, FaultyFileIO
-from tests.reliability.oracle import missing_needed_files
-
-METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog", "branch")
+from tests.reliability.oracle import garbage, missing_needed_files
 
 DB = "faults"
 PK_SCHEMA = pa.schema([pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int64(), nullable=False),
@@ -335,21 +332,8 @@ def check_after_fault(work: Path, scenario: Scenario, before: State, reference: 
     clean = open_table(work, scenario.table)
     assert state_of(clean) == after, f"{context}: orphan removal changed the table"
     check_references_exist(clean, context + " (after orphan removal)")
-    left = leftovers(clean)
+    left = sorted(garbage(clean))
     assert not left, f"{context}: garbage orphan removal cannot collect: {left[:5]}"
-
-
-def leftovers(table: Table) -> list[str]:
-    """I8: temp files, and files outside the metadata directories that nothing references."""
-    keep = referenced_files(table)
-    root = Path(table.path)
-    out = []
-    for path in root.rglob("*"):
-        relative = path.relative_to(root).parts
-        temp = path.name.startswith(".") and path.name.endswith(".tmp")
-        if path.is_file() and (temp or relative[0] not in METADATA_DIRS) and str(path) not in keep:
-            out.append(str(path))
-    return sorted(out)
 
 
 @functools.cache
