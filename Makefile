@@ -6,7 +6,7 @@ PYPAIMON_VENV := .venv-pypaimon
 STAMP := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 PYPAIMON_STAMP := $(PYPAIMON_VENV)/.installed-2.1.0
 
-.PHONY: demo test test-fast lint bench java-check chromium-check clean venv pypaimon-venv reliability-long
+.PHONY: demo test test-fast lint bench java-check chromium-check clean venv pypaimon-venv java-peer reliability-long differential-long
 
 venv: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
@@ -26,6 +26,13 @@ $(PYPAIMON_STAMP):
 	$(PYPAIMON_VENV)/bin/python -m pip install --quiet 'pypaimon==2.1.0'
 	touch $@
 
+# Apache Paimon's Java core (0.9), the second interop peer: its jar from pypaimon 0.2.0's sdist on PyPI,
+# Hadoop's client jars from PySpark's wheel, a driver compiled with javac (tests/interop/java_peer.py).
+JAVA_PEER_STAMP := build/java-peer/classes/PaimonPeer.class
+java-peer: $(JAVA_PEER_STAMP)
+$(JAVA_PEER_STAMP): tests/interop/java/PaimonPeer.java scripts/build_java_peer.py $(STAMP)
+	$(PY) scripts/build_java_peer.py --out build/java-peer
+
 # Headless Chromium renders the Airflow table-health page in the tests (Debian package 'chromium').
 chromium-check:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
@@ -39,7 +46,7 @@ java-check:
 demo: venv java-check
 	$(PY) -m paimonflow.dags_examples.demo
 
-test: venv pypaimon-venv chromium-check
+test: venv pypaimon-venv java-peer chromium-check
 	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) -m pytest
 
 test-fast: venv
@@ -63,6 +70,6 @@ clean:
 
 # The reliability programme's long tier (docs/reliability.md): every harness scaled up, with
 # results in build/reliability/results-long.json. `make test` runs the same harnesses at fast scale.
-reliability-long: venv pypaimon-venv
+reliability-long: venv pypaimon-venv java-peer
 	PAIMONFLOW_RELIABILITY_TIER=long PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python \
 	  $(PY) -m pytest -m reliability --timeout 3600 -p no:cacheprovider
