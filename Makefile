@@ -73,3 +73,9 @@ clean:
 reliability-long: venv pypaimon-venv java-peer
 	PAIMONFLOW_RELIABILITY_TIER=long PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python \
 	  $(PY) -m pytest -m reliability --timeout 3600 -p no:cacheprovider
+
+# The randomized differential test against Apache Paimon's Java core at long-tier scale
+# (docs/format.md); `make test` runs it at fast scale, `make reliability-long` at long scale too.
+differential-long: venv java-peer
+	PAIMONFLOW_RELIABILITY_TIER=long PAIMONFLOW_RELIABILITY_RESULTS=build/differential \
+	  $(PY) -m pytest tests/interop/test_java_differential.py --timeout 3600 -p no:cacheprovider

@@ -129,7 +129,7 @@ class Catalog:
         table_schema = schema.to_table_schema()
         from .options import CoreOptions
 
-        CoreOptions.from_map(table_schema.options)
+        CoreOptions.from_map(table_schema.options).check_combinations()
         if not manager.create(table_schema):
             if ignore_if_exists:
                 return self.get_table(identifier)

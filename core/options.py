@@ -549,6 +549,43 @@ class CoreOptions:
         if self.bucket == -2:
             raise UnsupportedError("bucket=-2 (postpone bucket) is not supported")
 
+    def check_combinations(self) -> None:
+        """Raise InvalidOptionError for option combinations Apache Paimon refuses when a table is
+        created or altered (its ``SchemaValidation`` and merge-function factories): first-row
+        only with changelog producer none or lookup, without ``sequence.field`` and without
+        deletion vectors; deletion vectors only with producer none, input or lookup; no
+        aggregate function on a sequence field; ``partial-update.remove-record-on-delete``
+        neither with ``ignore-delete`` nor with sequence groups."""
+        first_row = self.merge_engine is MergeEngine.FIRST_ROW
+        if first_row and self.changelog_producer not in (ChangelogProducer.NONE, ChangelogProducer.LOOKUP):
+            raise InvalidOptionError("changelog-producer", self.changelog_producer.value,
+                                     "the first-row merge engine supports only 'none' and 'lookup'")
+        if first_row and self.sequence_field:
+            raise InvalidOptionError("sequence.field", ",".join(self.sequence_field),
+                                     "the first-row merge engine keeps the first row and takes no sequence field")
+        if self.deletion_vectors:
+            if self.changelog_producer not in (ChangelogProducer.NONE, ChangelogProducer.INPUT,
+                                               ChangelogProducer.LOOKUP):
+                raise InvalidOptionError("deletion-vectors.enabled", "true",
+                                         "deletion vectors work only with changelog-producer none, input or lookup")
+            if first_row:
+                raise InvalidOptionError("deletion-vectors.enabled", "true",
+                                         "the first-row merge engine never deletes old rows and takes no deletion vectors")
+        for name in self.sequence_field or ():
+            function = self.raw.get(f"fields.{name}.aggregate-function")
+            if function is not None:
+                raise InvalidOptionError(f"fields.{name}.aggregate-function", function,
+                                         f"{name!r} is the sequence field, which takes no aggregate function")
+        if self.merge_engine is MergeEngine.PARTIAL_UPDATE and \
+                self.raw.get("partial-update.remove-record-on-delete", "").strip().lower() == "true":
+            if self.ignore_delete:
+                raise InvalidOptionError("partial-update.remove-record-on-delete", "true",
+                                         "conflicts with ignore-delete; enable one of them")
+            groups = sorted(k for k in self.raw if k.startswith("fields.") and k.endswith(".sequence-group"))
+            if groups:
+                raise InvalidOptionError("partial-update.remove-record-on-delete", "true",
+                                         f"conflicts with the sequence groups ({', '.join(groups)})")
+
     def require_supported_for_read(self) -> None:
         """Raise UnsupportedError where reading with this version would give wrong rows."""
         self._check_merge_engine()

@@ -327,6 +327,7 @@ public final class PaimonPeer {
             commit(builder, write, result);
         }
         result.put("rows", rows);
+        result.put("snapshot_id", table.snapshotManager().latestSnapshotId());
     }
 
     private static void compact(FileStoreTable table, JsonNode op, ObjectNode result) throws Exception {
