@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pyroaring import BitMap
 
 from paimonflow.core import Catalog
-from paimonflow.core.errors import CommitConflictError, CorruptMetadataError
+from paimonflow.core.errors import CommitConflictError, CorruptMetadataError, InvalidOptionError
 from paimonflow.core.index_files import (
     DELETION_VECTORS,
     DeletionVectorMeta,
@@ -77,9 +77,8 @@ def test_write_only_rows_stay_invisible_until_compacted(catalog):
 @pytest.mark.parametrize("options", [
     {"merge-engine": "partial-update"},
     {"merge-engine": "aggregation", "fields.n.aggregate-function": "sum", "fields.v.aggregate-function": "listagg"},
-    {"merge-engine": "first-row"},
     {"sequence.field": "n"},
-], ids=["partial-update", "aggregation", "first-row", "sequence-field"])
+], ids=["partial-update", "aggregation", "sequence-field"])
 def test_merge_engines_give_the_same_rows_with_and_without_vectors(catalog, options):
     with_dv = dv_table(catalog, "dv", **options)
     without = catalog.create_table("db.plain", SCHEMA, primary_keys=["id"], options={"bucket": "1", **options})
@@ -91,6 +90,16 @@ def test_merge_engines_give_the_same_rows_with_and_without_vectors(catalog, opti
     with_dv.compact(full=True)
     assert state(with_dv) == state(without)
     assert with_dv.latest_snapshot().index_manifest is None  # a full compaction leaves no vectors
+
+
+@pytest.mark.parametrize("options,refusal", [
+    ({"merge-engine": "first-row"}, "first-row merge engine never deletes old rows"),
+    ({"changelog-producer": "full-compaction"}, "only with changelog-producer none, input or lookup"),
+])
+def test_combinations_paimon_refuses_are_refused_at_creation(catalog, options, refusal):
+    with pytest.raises(InvalidOptionError, match=refusal):
+        dv_table(catalog, "refused", **options)
+    assert catalog.list_tables("db") == []
 
 
 def test_two_compactions_of_one_bucket_conflict_cleanly(catalog):
