@@ -480,7 +480,7 @@ class TableWrite:
             kinds, sequence = kinds[positions], sequence[positions]
             return _with_system(table, sequence, kinds)
         ordered = _with_system(source.take(pa.array(order)), sequence[order], kinds[order])
-        return merge(ordered, self._pk, self._merge_spec)
+        return merge(ordered, self._pk, self._merge_spec, partition_columns=self._partition_keys)
 
     def _spill(self, group: _Group) -> None:
         run = self._sorted_run(group)
@@ -514,7 +514,7 @@ class TableWrite:
                 keep = last_per_key(chunk.select(self._pk), self._pk)
                 yield chunk if keep.all() else chunk.filter(pa.array(keep))
             else:
-                yield merge(chunk, self._pk, self._merge_spec)
+                yield merge(chunk, self._pk, self._merge_spec, partition_columns=self._partition_keys)
 
     # -- flushing ----------------------------------------------------------------------------
 

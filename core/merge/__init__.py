@@ -1,4 +1,5 @@
-"""Paimon merge engines over Arrow tables, vectorized (not yet wired into read and write).
+"""Paimon merge engines over Arrow tables, vectorized; every merge of the write buffer, merge-on-read,
+compaction and the changelog producers goes through them.
 
 ``merge(table, key_columns, spec)`` folds a table sorted by key and sequence into one row per
 key, as Paimon's ``deduplicate``, ``first-row``, ``partial-update`` and ``aggregation`` merge

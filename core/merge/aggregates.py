@@ -132,11 +132,18 @@ def aggregate_field(name: str, values: pa.ChunkedArray | pa.Array, retract: np.n
     if aggregate.ignore_retract and retract.any():
         # Retract rows leave the accumulator as it is: fold only the others.
         return aggregate_subset(name, values, ~retract, groups, aggregate)
-    if retract.any() and function not in RETRACTABLE:
-        raise DataError(
-            f"aggregate function {function!r} of field {name!r} does not support retraction (-U/-D); "
-            f"set 'fields.{name}.ignore-retract'='true' to ignore retraction messages")
+    if retract.any():
+        require_retractable(name, aggregate)
     return _FOLDS[function](values, retract, groups, aggregate)
+
+
+def require_retractable(name: str, aggregate: FieldAggregate) -> None:
+    """Raise :class:`DataError` when field ``name`` cannot take a retraction (-U/-D): its function
+    cannot retract and ``ignore_retract`` is off (Paimon's ``UnsupportedOperationException``)."""
+    if aggregate.function not in RETRACTABLE and not aggregate.ignore_retract:
+        raise DataError(
+            f"aggregate function {aggregate.function!r} of field {name!r} does not support retraction (-U/-D); "
+            f"set 'fields.{name}.ignore-retract'='true' to ignore retraction messages")
 
 
 def aggregate_subset(name: str, values: pa.Array, mask: np.ndarray, groups: Groups,

@@ -7,13 +7,20 @@ the merged record (Paimon's ``MergeFunction.getResult``); ``_SEQUENCE_NUMBER`` i
 number Paimon gives it. A merged -D row is dropped unless the spec says ``keep_deletes`` (a
 compaction whose output is not the oldest level must keep deletes: older rows may lie below).
 
+Records are grouped by ``key_columns``, the trimmed primary key (Paimon's ``KeyValue`` key: the
+primary key minus the partition fields). The key columns and ``partition_columns`` are never
+merged as values: a merged row takes them from the key's newest record (Paimon gives every
+primary-key field, partition fields included, its ``FieldPrimaryKeyAgg``; a partition field
+outside the primary key holds one value throughout a bucket's merge, and readers see the
+partition's value, so it is carried the same way).
+
 The work is done per column and per key-group boundary with numpy / Arrow compute; no Python
 loop visits rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -28,6 +35,7 @@ from paimonflow.core.merge.aggregates import (
     Groups,
     aggregate_field,
     aggregate_subset,
+    require_retractable,
     take_or_null,
 )
 
@@ -115,15 +123,25 @@ class AggregationSpec:
     """``merge-engine=aggregation``: each value field folds all records of the key with its
     function (``aggregates``, else ``default_function`` = ``fields.default-aggregate-function``,
     Paimon's default ``last_non_null_value``). -U/-D records retract (see
-    :mod:`paimonflow.core.merge.aggregates`); primary-key fields are left as they are. The merged
-    row is always +I with the newest record's sequence number (so ``keep_deletes`` has no effect).
-    ``ignore_delete`` skips -U/-D records altogether.
+    :mod:`paimonflow.core.merge.aggregates`); primary-key and partition fields are left as they
+    are (see :func:`merge`). The merged row is +I (or -D, under ``remove_record_on_delete``) with
+    the newest record's sequence number. ``ignore_delete`` skips -U/-D records altogether.
+
+    ``remove_record_on_delete`` (``aggregation.remove-record-on-delete``): a -D record is not
+    retracted but resets the key to its own values (Paimon's ``AggregateMergeFunction``), and a
+    key whose newest record is such a -D merges to that -D record, so the key is removed.
+    Records after the newest -D fold onto its values as onto an insert's; -U still retracts.
+    (Java folds them onto the -D's values themselves: the same for every function except
+    ``count``, which restarts at 1 here, and ``first_value``/``first_non_null_value``/``collect``
+    with ``distinct``, whose Java state outlives the reset. Java's own answer depends on whether
+    a compaction dropped the -D in between.)
     """
 
     aggregates: Mapping[str, FieldAggregate] = field(default_factory=dict)
     default_function: str = "last_non_null_value"
     ignore_delete: bool = False
     keep_deletes: bool = False
+    remove_record_on_delete: bool = False
 
 
 MergeSpec = DeduplicateSpec | FirstRowSpec | PartialUpdateSpec | AggregationSpec
@@ -217,35 +235,54 @@ def spec_from_options(options: Mapping[str, str], *, keep_deletes: bool = False)
         aggregates = {
             name: _field_aggregate(options, name, functions.get(name, default))
             for name in names if name}
+        # Paimon aggregates no sequence field: each takes the newest value (last_value; a
+        # retraction nulls it), whatever the default function (AggregateMergeFunction.Factory)
+        for name in (options.get("sequence.field") or "").split(","):
+            if name.strip():
+                aggregates[name.strip()] = FieldAggregate(function="last_value")
         return AggregationSpec(aggregates=aggregates, default_function=default,
-                               ignore_delete=ignore_delete, keep_deletes=keep_deletes)
+                               ignore_delete=ignore_delete, keep_deletes=keep_deletes,
+                               remove_record_on_delete=_bool_option(options, "aggregation.remove-record-on-delete"))
     raise InvalidOptionError("merge-engine", engine, "expected deduplicate, partial-update, aggregation or first-row")
 
 
 # -- engines -----------------------------------------------------------------------------------
 
 
-def merge(table: pa.Table, key_columns: list[str], spec: MergeSpec) -> pa.Table:
+def merge(table: pa.Table, key_columns: Sequence[str], spec: MergeSpec, *,
+          partition_columns: Sequence[str] = ()) -> pa.Table:
     """Merge ``table`` (sorted by ``key_columns`` then ``_SEQUENCE_NUMBER``) with the engine
-    ``spec`` names; one row per key, in key order, same columns."""
+    ``spec`` names; one row per key, in key order, same columns.
+
+    ``key_columns`` is the trimmed primary key; ``partition_columns`` the table's partition
+    fields, which hold one value throughout ``table`` (a merge never spans partitions). Both are
+    carried from the key's newest record, never merged (see the module docstring)."""
+    key_columns = list(key_columns)
+    partition_columns = [c for c in partition_columns if c not in key_columns]
     if isinstance(spec, DeduplicateSpec):
         return deduplicate(table, key_columns, spec)
     if isinstance(spec, FirstRowSpec):
         return first_row(table, key_columns, spec)
     if isinstance(spec, PartialUpdateSpec):
-        return _reduce(table, key_columns, spec, partial_update)
+        return _reduce(table, key_columns, spec, partial_update, partition_columns)
     if isinstance(spec, AggregationSpec):
-        return _reduce(table, key_columns, spec, aggregation)
+        return _reduce(table, key_columns, spec, aggregation, partition_columns)
     raise TypeError(f"not a merge spec: {spec!r}")
 
 
-def _reduce(table: pa.Table, key_columns: list[str], spec, engine) -> pa.Table:
+def _carried(table: pa.Table, key_columns: Sequence[str], partition_columns: Sequence[str]) -> frozenset[str]:
+    """The columns a merged row takes from its key's newest record: the key, the partition
+    fields (the primary-key fields Paimon never aggregates) and the system columns."""
+    return frozenset({*key_columns, *partition_columns, *_SYSTEM}) & frozenset(table.column_names)
+
+
+def _reduce(table: pa.Table, key_columns: list[str], spec, engine, partition_columns: Sequence[str]) -> pa.Table:
     """Paimon's ``ReducerMergeFunctionWrapper`` passes a key's lone record through unmerged.
     What matters is a lone retraction: it stays a -U/-D record (dropped by readers, kept in
     level-0 and intermediate files) so that it retracts from older files when they meet, instead
     of turning into an insert of an empty aggregate."""
     if table.num_rows == 0:
-        return engine(table, key_columns, spec)
+        return engine(table, key_columns, spec, partition_columns=partition_columns)
     groups = _groups(table, key_columns)
     single = groups.starts == groups.ends
     # A lone insert or update goes through the engine too: for every function the result is the
@@ -253,17 +290,18 @@ def _reduce(table: pa.Table, key_columns: list[str], spec, engine) -> pa.Table:
     retract = _is_retract(_kinds(table))
     single &= retract[groups.starts]
     if not single.any():
-        return engine(table, key_columns, spec)
+        return engine(table, key_columns, spec, partition_columns=partition_columns)
     single_rows = groups.starts[single]
     # the engine's checks (options, columns, retractions it cannot take) still apply to lone rows
-    engine(table.take(pa.array(single_rows)), key_columns, spec)
+    engine(table.take(pa.array(single_rows)), key_columns, spec, partition_columns=partition_columns)
     if spec.ignore_delete:  # a lone ignored retraction leaves nothing
         single_rows = single_rows[~retract[single_rows]]
     singles = table.take(pa.array(single_rows))
     if single.all():
         return _drop_deletes(singles, spec.keep_deletes)
     multi_rows = ~single[groups.ids]
-    merged = engine(table.filter(pa.array(multi_rows)), key_columns, replace(spec, keep_deletes=True))
+    merged = engine(table.filter(pa.array(multi_rows)), key_columns, replace(spec, keep_deletes=True),
+                    partition_columns=partition_columns)
     multi_firsts = groups.starts[~single]  # one merged row per multi-record key, in key order
     if spec.ignore_delete:  # ... except keys whose records are all ignored retractions
         multi_firsts = multi_firsts[groups.any(~retract)[~single]]
@@ -330,8 +368,10 @@ def first_row(table: pa.Table, key_columns: list[str], spec: FirstRowSpec) -> pa
     return table.take(pa.array(_groups(table, key_columns).starts))
 
 
-def partial_update(table: pa.Table, key_columns: list[str], spec: PartialUpdateSpec) -> pa.Table:
-    """Paimon's ``PartialUpdateMergeFunction`` (see :class:`PartialUpdateSpec`).
+def partial_update(table: pa.Table, key_columns: list[str], spec: PartialUpdateSpec, *,
+                   partition_columns: Sequence[str] = ()) -> pa.Table:
+    """Paimon's ``PartialUpdateMergeFunction`` (see :class:`PartialUpdateSpec`); the key and
+    ``partition_columns`` are carried from the newest record (see :func:`merge`).
 
     With sequence groups a -U/-D takes part in its groups like any record: when it wins a group
     (greatest group sequence, ties to the newer record) the group's sequence fields take its
@@ -339,9 +379,10 @@ def partial_update(table: pa.Table, key_columns: list[str], spec: PartialUpdateS
     no +I/+U record merges to -D.
 
     Keys whose records were all skipped by ``ignore_delete`` produce no row. Value fields of a
-    merged -D row are null. Raises :class:`DataError` for -U/-D records no option allows,
-    :class:`InvalidOptionError` for sequence groups together with ``remove_record_on_delete`` (as
-    Paimon), :class:`UnsupportedError` for a retraction meeting an aggregated field.
+    merged -D row are null (its key and partition fields are not). Raises :class:`DataError` for
+    -U/-D records no option allows, :class:`InvalidOptionError` for sequence groups together with
+    ``remove_record_on_delete`` (as Paimon), :class:`UnsupportedError` for a retraction meeting an
+    aggregated field.
     """
     kinds = _kinds(table)
     if spec.sequence_groups and spec.remove_record_on_delete:
@@ -359,7 +400,8 @@ def partial_update(table: pa.Table, key_columns: list[str], spec: PartialUpdateS
             raise DataError(PARTIAL_UPDATE_DELETE_MESSAGE)
     if table.num_rows == 0:
         return table
-    _check_columns(table, key_columns, spec)
+    carried = _carried(table, key_columns, partition_columns)
+    _check_columns(table, carried, spec)
     groups = _groups(table, key_columns)
     n = table.num_rows
     positions = np.arange(n)
@@ -390,7 +432,7 @@ def partial_update(table: pa.Table, key_columns: list[str], spec: PartialUpdateS
     columns = []
     for name in table.column_names:
         column = table.column(name)
-        if name in key_columns or name in _SYSTEM:
+        if name in carried:
             columns.append(column.take(pa.array(groups.ends)))
             continue
         if name in aggregated:
@@ -413,13 +455,13 @@ def partial_update(table: pa.Table, key_columns: list[str], spec: PartialUpdateS
     return _drop_deletes(result, spec.keep_deletes)
 
 
-def _check_columns(table: pa.Table, key_columns: list[str], spec: PartialUpdateSpec) -> None:
+def _check_columns(table: pa.Table, carried: frozenset[str], spec: PartialUpdateSpec) -> None:
     names = set(table.column_names)
     seen: set[str] = set()
     for group in spec.sequence_groups:
         members = (*group.sequence_fields, *group.fields)
         for name in members:
-            if name not in names or name in key_columns or name in _SYSTEM:
+            if name not in names or name in carried:
                 raise SchemaError(f"sequence-group field {name!r} is not a value column of the table")
             if name in seen:
                 raise SchemaError(f"field {name!r} belongs to more than one sequence group")
@@ -507,8 +549,10 @@ def _sequence_group_winner(table: pa.Table, groups: Groups, live: np.ndarray,
     return winner
 
 
-def aggregation(table: pa.Table, key_columns: list[str], spec: AggregationSpec) -> pa.Table:
-    """Paimon's ``AggregateMergeFunction`` (see :class:`AggregationSpec`). Raises
+def aggregation(table: pa.Table, key_columns: list[str], spec: AggregationSpec, *,
+                partition_columns: Sequence[str] = ()) -> pa.Table:
+    """Paimon's ``AggregateMergeFunction`` (see :class:`AggregationSpec`); the key and
+    ``partition_columns`` are carried from the newest record (see :func:`merge`). Raises
     :class:`DataError` when a -U/-D record meets a function that cannot retract."""
     kinds = _kinds(table)
     if spec.ignore_delete:
@@ -519,15 +563,36 @@ def aggregation(table: pa.Table, key_columns: list[str], spec: AggregationSpec) 
     if unknown:
         raise SchemaError(f"aggregate functions given for unknown fields {sorted(unknown)}")
     default = FieldAggregate(function=spec.default_function)
+    carried = _carried(table, key_columns, partition_columns)
     groups = _groups(table, key_columns)
     retract = _is_retract(kinds)
+    removed = np.zeros(groups.count, dtype=bool)  # keys whose newest record is a removing -D
+    if spec.remove_record_on_delete:
+        deleted = kinds == _DELETE
+        last_delete = groups.last_where(deleted)
+        if (last_delete >= 0).any():
+            # the newest -D resets its key: older records are forgotten and the -D starts the fold
+            removed = last_delete == groups.ends
+            keep = np.arange(table.num_rows) >= np.maximum(groups.starts, last_delete)[groups.ids]
+            retract &= ~deleted
+            forgotten = retract & ~keep  # -U records before the reset: retracted in Java all the same
+            table, retract = table.filter(pa.array(keep)), retract[keep]
+            groups = _groups(table, key_columns)
+            if forgotten.any():
+                for name in (n for n in table.column_names if n not in carried):
+                    require_retractable(name, spec.aggregates.get(name, default))
     columns = []
     for name in table.column_names:
         column = table.column(name)
-        if name in key_columns or name in _SYSTEM:
+        if name in carried:
             columns.append(column.take(pa.array(groups.ends)))
         else:
             columns.append(aggregate_field(name, column, retract, groups, spec.aggregates.get(name, default)))
     result = pa.Table.from_arrays(columns, schema=table.schema)
-    kind = pa.array(np.full(groups.count, _INSERT, dtype=np.int8), pa.int8())
-    return result.set_column(result.schema.get_field_index(df.VALUE_KIND), result.schema.field(df.VALUE_KIND), kind)
+    if removed.any():  # a removed key merges to its -D record as it is
+        slots = np.arange(groups.count)
+        slots[removed] = groups.count + np.arange(int(removed.sum()))
+        result = pa.concat_tables([result, table.take(pa.array(groups.ends[removed]))]).take(pa.array(slots))
+    kind = pa.array(np.where(removed, _DELETE, _INSERT).astype(np.int8), pa.int8())
+    result = result.set_column(result.schema.get_field_index(df.VALUE_KIND), result.schema.field(df.VALUE_KIND), kind)
+    return _drop_deletes(result, spec.keep_deletes)

@@ -2,6 +2,9 @@
 -D where the engine takes them; one batch per commit, several batches in one ``table.write``,
 several ``writer.write`` calls in one commit, or one commit each), minor and full compactions
 reads exactly as a plain dictionary model that folds the records one by one by Paimon's rules.
+Each table is either unpartitioned with primary key ``k`` or partitioned by ``p`` with primary
+key ``(p, k)``: merged on the trimmed key ``k``, where ``p`` must come through every merge as it
+is, whatever the engine does to value fields.
 
 Small files, a low sorted-run trigger and one or two buckets make the writer and the
 compactions merge many partial windows of a key's history, so these machines also check that
@@ -17,15 +20,17 @@ from typing import Any, ClassVar
 import pyarrow as pa
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from paimonflow.core import Catalog
 
 RETRACT = ("-U", "-D")
 keys = st.integers(0, 15)
+partitions = st.sampled_from(["x", "y"])
 small_ints = st.none() | st.integers(-5, 5)
 letters = st.none() | st.sampled_from(["a", "b", "c", "dd"])
-Record = tuple[str, int, tuple[Any, ...]]  # (row kind, key, value columns)
+Key = tuple[Any, ...]  # (k,) or (p, k)
+Record = tuple[str, Key, tuple[Any, ...]]  # (row kind, primary key, value columns)
 
 
 def key_field() -> pa.Field:
@@ -33,10 +38,10 @@ def key_field() -> pa.Field:
 
 
 class MergeEngineMachine(RuleBasedStateMachine):
-    """One primary-key table ``k`` with one merge engine, and ``model``: key -> value columns.
+    """One primary-key table with one merge engine, and ``model``: primary key -> value columns.
 
-    A subclass gives the schema, the options, the value strategy, the row kinds its rules write
-    and ``fold``, the engine's rule for one record."""
+    A subclass gives the schema (``k`` and the value columns), the options, the value strategy,
+    the row kinds its rules write and ``fold``, the engine's rule for one record."""
 
     SCHEMA: ClassVar[pa.Schema]
     OPTIONS: ClassVar[dict[str, str]]
@@ -45,21 +50,31 @@ class MergeEngineMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
+        self.model: dict[Key, tuple[Any, ...]] = {}
+
+    @initialize(partitioned=st.booleans())
+    def create_table(self, partitioned: bool) -> None:
         catalog = Catalog(tempfile.mkdtemp(prefix="engine-model-"))
         catalog.create_database("db")
         options = {"bucket": "2", "num-sorted-run.compaction-trigger": "2", "target-file-size": "1kb",
                    **self.OPTIONS}
-        self.table = catalog.create_table("db.t", self.SCHEMA, primary_keys=["k"], options=options)
-        self.model: dict[int, tuple[Any, ...]] = {}
+        if partitioned:  # the partition field in the primary key: merged on the trimmed key k
+            self.schema = pa.schema([pa.field("p", pa.string(), nullable=False), *self.SCHEMA])
+            self.key_names, self.keys = ["p", "k"], st.tuples(partitions, keys)
+            self.table = catalog.create_table("db.t", self.schema, primary_keys=self.key_names,
+                                              partition_keys=["p"], options=options)
+        else:
+            self.schema, self.key_names, self.keys = self.SCHEMA, ["k"], st.tuples(keys)
+            self.table = catalog.create_table("db.t", self.schema, primary_keys=["k"], options=options)
 
-    def fold(self, kind: str, key: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def fold(self, kind: str, key: Key, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """Apply one record to the model; return the values to write, or None to leave it out."""
         raise NotImplementedError
 
     # -- writing -------------------------------------------------------------------------------
 
     def _records(self, data: st.DataObject) -> list[Record]:
-        drawn = data.draw(st.lists(st.tuples(st.sampled_from(self.KINDS), keys, self.VALUES), min_size=1,
+        drawn = data.draw(st.lists(st.tuples(st.sampled_from(self.KINDS), self.keys, self.VALUES), min_size=1,
                                    max_size=8))
         records = []
         for kind, key, values in drawn:  # folded in arrival order: the order of sequence numbers
@@ -69,9 +84,9 @@ class MergeEngineMachine(RuleBasedStateMachine):
         return records
 
     def _arrow(self, records: list[Record]) -> pa.Table:
-        rows = [(key, *values) for _, key, values in records]
-        return pa.table({name: [row[i] for row in rows] for i, name in enumerate(self.SCHEMA.names)},
-                        schema=self.SCHEMA)
+        rows = [(*key, *values) for _, key, values in records]
+        return pa.table({name: [row[i] for row in rows] for i, name in enumerate(self.schema.names)},
+                        schema=self.schema)
 
     @staticmethod
     def _kinds(records: list[Record]) -> pa.Array:
@@ -110,8 +125,8 @@ class MergeEngineMachine(RuleBasedStateMachine):
 
     @invariant()
     def reads_like_the_model(self) -> None:
-        got = sorted(self.table.read().to_pylist(), key=lambda row: row["k"])
-        expected = [dict(zip(self.SCHEMA.names, (key, *values), strict=True))
+        got = sorted(self.table.read().to_pylist(), key=lambda row: tuple(row[n] for n in self.key_names))
+        expected = [dict(zip(self.schema.names, (*key, *values), strict=True))
                     for key, values in sorted(self.model.items())]
         assert got == expected
 
@@ -132,7 +147,7 @@ class Deduplicate(MergeEngineMachine):
     VALUES = st.tuples(letters, small_ints)
     KINDS = ("+I", "+U", "+I", "-U", "-D")
 
-    def fold(self, kind: str, key: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def fold(self, kind: str, key: Key, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
         if kind in RETRACT:
             if self.OPTIONS.get("ignore-delete") != "true":
                 self.model.pop(key, None)
@@ -157,7 +172,7 @@ class FirstRow(MergeEngineMachine):
     OPTIONS: ClassVar[dict[str, str]] = {"merge-engine": "first-row"}
     VALUES = st.tuples(letters, small_ints)
 
-    def fold(self, kind: str, key: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def fold(self, kind: str, key: Key, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
         if kind not in RETRACT:
             self.model.setdefault(key, values)
         return values
@@ -180,7 +195,7 @@ class PartialUpdate(MergeEngineMachine):
     OPTIONS: ClassVar[dict[str, str]] = {"merge-engine": "partial-update"}
     VALUES = st.tuples(small_ints, letters, small_ints)
 
-    def fold(self, kind: str, key: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def fold(self, kind: str, key: Key, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
         old = self.model.get(key, (None,) * len(values))
         self.model[key] = tuple(old_value if new is None else new for old_value, new in zip(old, values, strict=True))
         return values
@@ -205,9 +220,9 @@ class PartialUpdateRemoveOnDelete(PartialUpdate):
 
     def __init__(self) -> None:
         super().__init__()
-        self.rewrite_whole: set[int] = set()  # deleted keys whose next insert must set every column
+        self.rewrite_whole: set[Key] = set()  # deleted keys whose next insert must set every column
 
-    def fold(self, kind: str, key: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def fold(self, kind: str, key: Key, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
         if kind == "-D":
             if key in self.model:
                 del self.model[key]
@@ -244,7 +259,7 @@ class PartialUpdateSequenceGroup(MergeEngineMachine):
         st.none(), st.none(), st.none(), small_ints)
     KINDS = ("+I", "+U", "+I", "-U", "-D")
 
-    def fold(self, kind: str, key: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def fold(self, kind: str, key: Key, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
         new_a, new_b, new_g, new_x = values
         if kind in RETRACT and key not in self.model:
             return None
@@ -285,7 +300,7 @@ class Aggregation(MergeEngineMachine):
     VALUES = st.tuples(small_ints, small_ints, small_ints, letters)
     KINDS = ("+I", "+U", "+I", "-U", "-D")
 
-    def fold(self, kind: str, key: int, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def fold(self, kind: str, key: Key, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
         new_s, new_m, new_n, new_l = values
         if kind in RETRACT:
             if key not in self.model:
@@ -313,8 +328,34 @@ class AggregationTwoBuckets(Aggregation):
                                          "num-sorted-run.compaction-trigger": "3"}
 
 
+class AggregationRemoveOnDelete(Aggregation):
+    """``aggregation.remove-record-on-delete``: -D removes the key instead of retracting; -U still
+    retracts.
+
+    A key once deleted is not written again: a window ``[-D, +I]`` merges to a plain +I (Java
+    folds the insert onto the -D's values) which no longer hides the key's older rows, so what a
+    re-insert reads depends on the merge windows, in Java as here.
+    """
+
+    OPTIONS: ClassVar[dict[str, str]] = {**Aggregation.OPTIONS, "aggregation.remove-record-on-delete": "true"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deleted: set[Key] = set()
+
+    def fold(self, kind: str, key: Key, values: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        if key in self.deleted:
+            return None
+        if kind == "-D":
+            self.model.pop(key, None)
+            self.deleted.add(key)
+            return values
+        return super().fold(kind, key, values)
+
+
 for _machine in (Deduplicate, DeduplicateIgnoreDelete, FirstRow, FirstRowIgnoreDelete, PartialUpdate,
-                 PartialUpdateRemoveOnDelete, PartialUpdateSequenceGroup, Aggregation, AggregationTwoBuckets):
+                 PartialUpdateRemoveOnDelete, PartialUpdateSequenceGroup, Aggregation, AggregationTwoBuckets,
+                 AggregationRemoveOnDelete):
     run_settings(_machine)
 
 test_deduplicate = Deduplicate.TestCase
@@ -326,6 +367,7 @@ test_partial_update_remove_record_on_delete = PartialUpdateRemoveOnDelete.TestCa
 test_partial_update_sequence_group = PartialUpdateSequenceGroup.TestCase
 test_aggregation = Aggregation.TestCase
 test_aggregation_two_buckets = AggregationTwoBuckets.TestCase
+test_aggregation_remove_record_on_delete = AggregationRemoveOnDelete.TestCase
 
 
 def test_remove_record_on_delete_ignores_a_lone_update_before() -> None:

@@ -478,6 +478,10 @@ AGG_CASES = {
 }
 
 
+REMOVE_ON_DELETE_EXACT = frozenset({"sum", "product", "max", "min", "last_value", "last_non_null_value", "bool_and",
+                                    "bool_or"})
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_aggregation_matches_reference(data: st.DataObject) -> None:
@@ -486,23 +490,32 @@ def test_aggregation_matches_reference(data: st.DataObject) -> None:
     rows = data.draw(st.lists(st.tuples(st.integers(0, 3), st.sampled_from([INS, UA, UB, D, INS]), value_strategy),
                               max_size=20))
     ignore_retract = data.draw(st.booleans())
+    # aggregation.remove-record-on-delete, where the vectorized restart equals Java's (see AggregationSpec)
+    remove_on_delete = function in REMOVE_ON_DELETE_EXACT and data.draw(st.booleans())
     spec = AggregationSpec(aggregates={"v": FieldAggregate(function=function, ignore_retract=ignore_retract,
-                                                           delimiter=";")})
+                                                           delimiter=";")},
+                           remove_record_on_delete=remove_on_delete)
 
     def reference() -> list[tuple[int, int, int, Any]]:
         out = []
         for key, recs in _by_key(rows).items():
             if len(recs) == 1 and _retract(recs[0][1]):
-                if not ignore_retract:  # the function must be able to retract (checked early)
-                    _ref_agg(function, None, recs[0][2], True, {}, ";")
+                if not ignore_retract and not (remove_on_delete and recs[0][1] == D):
+                    _ref_agg(function, None, recs[0][2], True, {}, ";")  # the function must retract
                 continue  # a lone retraction passes unmerged (ReducerMergeFunctionWrapper); readers drop it
             acc: Any = None
             state: dict[str, bool] = {}
+            deleted = False
             for _, kind, value in recs:
+                deleted = remove_on_delete and kind == D
+                if deleted:  # Java: the row becomes the -D's values, the merged kind -D
+                    acc = value
+                    continue
                 if ignore_retract and _retract(kind):
                     continue
                 acc = _ref_agg(function, acc, value, _retract(kind), state, ";")
-            out.append((key, recs[-1][0], INS, acc))
+            if not deleted:
+                out.append((key, recs[-1][0], INS, acc))
         return out
 
     assert _actual(lambda: _run(rows, type_, spec)) == _expect(reference)
@@ -574,3 +587,151 @@ def test_empty_input_and_legacy_ignore_delete_key() -> None:
         spec_from_options({"merge-engine": "replace"})
     with pytest.raises(InvalidOptionError):
         spec_from_options({"ignore-delete": "yes"})
+
+
+# -- partition fields are carried, never merged ----------------------------------------------------
+#
+# A primary key holding the partition field (pk (p, k), partitioned by p) is merged on the trimmed
+# key k; p must still come through every merge as it is (Java gives primary-key fields
+# FieldPrimaryKeyAgg; a partition field outside the key holds one value per bucket merge).
+
+
+def test_merge_carries_partition_columns_like_the_key() -> None:
+    fields = [("p", pa.string()), ("k", pa.int32()), ("v", pa.int64())]
+    rows = [("x", 1, 5), ("x", 1, 2), ("x", 2, 7), ("x", 2, 7)]
+    table = kv_table(fields[1:], [r[1:] for r in rows], kinds=[INS, D, INS, D])
+    table = table.add_column(0, pa.field("p", pa.string(), nullable=False), pa.array(["x"] * 4))
+    table = table.cast(table.schema.set(1, pa.field("k", pa.int32(), nullable=False)))
+    aggregation = {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"}
+    cases = [
+        (aggregation, False, [("x", 1, 3, INS), ("x", 2, 0, INS)]),
+        ({**aggregation, "aggregation.remove-record-on-delete": "true"}, True, [("x", 1, 2, D), ("x", 2, 7, D)]),
+        ({**aggregation, "fields.default-aggregate-function": "sum"}, False, [("x", 1, 3, INS), ("x", 2, 0, INS)]),
+        ({"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"}, True,
+         [("x", 1, None, D), ("x", 2, None, D)]),
+        ({"merge-engine": "first-row", "ignore-delete": "true"}, False, [("x", 1, 5, INS), ("x", 2, 7, INS)]),
+    ]
+    for options, keep_deletes, expected in cases:
+        merged = merge(table, ["k"], spec_from_options(options, keep_deletes=keep_deletes), partition_columns=["p"])
+        assert merged.schema == table.schema
+        assert [(r["p"], r["k"], r["v"], r[KIND]) for r in merged.to_pylist()] == expected, options
+
+
+PARTITIONED = pa.schema([pa.field("p", pa.string(), nullable=False), pa.field("k", pa.int32(), nullable=False),
+                         ("v", pa.int64()), ("g", pa.int32())])
+PRow = tuple[str, str, int, Any, Any]  # (row kind, p, k, v, g)
+
+AGG_SUM = {"merge-engine": "aggregation", "fields.v.aggregate-function": "sum"}
+PARTITION_CASES: dict[str, tuple[dict[str, str], list[list[PRow]], list[tuple[Any, ...]]]] = {
+    # Java: {x, 1, 3}; paimonflow nulled p ("Column 'p' is declared non-nullable but contains nulls")
+    "aggregation sum": (AGG_SUM, [[("+I", "x", 1, 5, None)], [("-D", "x", 1, 2, None)]], [("x", 1, 3, None)]),
+    "aggregation remove-record-on-delete": (
+        {**AGG_SUM, "aggregation.remove-record-on-delete": "true"},
+        [[("+I", "x", 1, 5, None), ("+I", "y", 2, 1, None)], [("-D", "x", 1, 5, None)]], [("y", 2, 1, None)]),
+    "aggregation ignore-retract": (
+        {"merge-engine": "aggregation", "fields.v.aggregate-function": "max", "fields.v.ignore-retract": "true",
+         "fields.g.aggregate-function": "sum"},
+        [[("+I", "x", 1, 5, 1)], [("+I", "x", 1, 3, 1), ("-U", "x", 1, 7, 1)]], [("x", 1, 5, 1)]),
+    "aggregation default function sum": (  # p is a string: sum would refuse it
+        {"merge-engine": "aggregation", "fields.default-aggregate-function": "sum"},
+        [[("+I", "x", 1, 5, 1)], [("+I", "x", 1, 2, None), ("-U", "x", 1, 1, 1)]], [("x", 1, 6, 0)]),
+    "partial-update remove-record-on-delete": (
+        {"merge-engine": "partial-update", "partial-update.remove-record-on-delete": "true"},
+        [[("+I", "x", 1, 5, 1), ("+I", "x", 2, 6, 1)],
+         [("+U", "x", 1, 7, 1), ("-D", "x", 1, 7, 1), ("+I", "x", 2, None, 2)]],
+        [("x", 2, 6, 2)]),
+    "partial-update sequence group": (
+        {"merge-engine": "partial-update", "fields.g.sequence-group": "v"},
+        [[("+I", "x", 1, 5, 1)], [("-U", "x", 1, 5, 2), ("-D", "x", 1, 5, 3)]], [("x", 1, None, 3)]),
+    "first-row": (
+        {"merge-engine": "first-row", "ignore-delete": "true"},
+        [[("+I", "x", 1, 5, 1)], [("-D", "x", 1, 5, 1), ("+I", "x", 1, 6, 2)]], [("x", 1, 5, 1)]),
+    "deduplicate": (
+        {"merge-engine": "deduplicate"},
+        [[("+I", "x", 1, 5, 1), ("+I", "x", 2, 5, 1)], [("-D", "x", 1, 5, 1), ("+U", "x", 2, 6, 2)]],
+        [("x", 2, 6, 2)]),
+}
+
+
+def _partitioned(tmp_path: Any, options: dict[str, str], *, key_has_partition: bool = True) -> Any:
+    from paimonflow.core import Catalog
+
+    catalog = Catalog(str(tmp_path / "warehouse"))
+    catalog.create_database("db")
+    if key_has_partition:
+        return catalog.create_table("db.t", PARTITIONED, primary_keys=["p", "k"], partition_keys=["p"],
+                                    options={"bucket": "1", **options})
+    # a partition field outside the key: cross-partition updates, dynamic buckets
+    schema = PARTITIONED.set(0, pa.field("p", pa.string()))
+    return catalog.create_table("db.t", schema, primary_keys=["k"], partition_keys=["p"],
+                                options={"bucket": "-1", **options})
+
+
+def _write_rows(table: Any, rows: list[PRow]) -> None:
+    data = pa.table({name: [r[i + 1] for r in rows] for i, name in enumerate(PARTITIONED.names)},
+                    schema=table.arrow_schema)
+    table.write(data, row_kinds=pa.array([r[0] for r in rows]))
+
+
+def _partitioned_rows(table: Any) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r.values()) for r in table.read().to_pylist())
+
+
+@pytest.mark.parametrize("key_has_partition", [True, False], ids=["pk (p, k)", "pk (k)"])
+@pytest.mark.parametrize("how", ["one commit", "a commit each", "full compaction"])
+@pytest.mark.parametrize("case", sorted(PARTITION_CASES))
+def test_partition_field_survives_the_merge(tmp_path: Any, case: str, how: str, key_has_partition: bool) -> None:
+    """Write-buffer merge (one commit), merge-on-read (a commit each) and compaction (full)."""
+    options, batches, expected = PARTITION_CASES[case]
+    if options["merge-engine"] != "first-row":  # first-row reads only what compaction moved above level 0
+        options = {**options, "write-only": "true"}  # merges on read, not in the writer's compactions
+    table = _partitioned(tmp_path, options, key_has_partition=key_has_partition)
+    if how == "one commit":
+        _write_rows(table, [r for batch in batches for r in batch])
+    else:
+        for batch in batches:
+            _write_rows(table, batch)
+    if how == "full compaction":
+        table.compact(full=True)
+    assert _partitioned_rows(table) == expected
+
+
+@pytest.mark.parametrize("options", [
+    {"deletion-vectors.enabled": "true"},
+    {"changelog-producer": "lookup"},
+    {"changelog-producer": "full-compaction"},
+    {"write-buffer-size": "1kb", "write-buffer-spillable": "true"},
+], ids=["deletion vectors", "lookup changelog", "full-compaction changelog", "spilled write buffer"])
+@pytest.mark.parametrize("case", ["aggregation sum", "partial-update sequence group"])
+def test_partition_field_survives_every_merge_path(tmp_path: Any, case: str, options: dict[str, str]) -> None:
+    engine_options, batches, expected = PARTITION_CASES[case]
+    table = _partitioned(tmp_path, {**engine_options, **options})
+    many = [("+I", "x", 100 + i, i, 1) for i in range(100)]  # enough rows to spill a 1 kb buffer
+    for batch in batches:
+        rows = [*many, *batch]
+        data = pa.table({name: [r[i + 1] for r in rows] for i, name in enumerate(PARTITIONED.names)},
+                        schema=PARTITIONED)
+        table.write(data.to_batches(max_chunksize=10), row_kinds=pa.array([r[0] for r in rows]))
+    table.compact(full=True)
+    assert [r for r in _partitioned_rows(table) if r[1] < 100] == expected
+    assert set(table.read().column("p").to_pylist()) == {"x"}
+    if "changelog-producer" in options:
+        changes = table.read_changes(0, table.latest_snapshot().id, mode="changelog")
+        assert changes.num_rows and set(changes.column("p").to_pylist()) == {"x"}
+
+
+def test_aggregation_takes_the_newest_sequence_field_whatever_the_default_function(tmp_path: Any) -> None:
+    """Paimon aggregates no sequence field: it takes last_value (AggregateMergeFunction.Factory),
+    so a default 'sum' neither adds the sequence numbers up nor keeps an older one."""
+    from paimonflow.core import Catalog
+
+    schema = pa.schema([pa.field("k", pa.int32(), nullable=False), ("v", pa.int64()), ("sq", pa.int32())])
+    catalog = Catalog(str(tmp_path / "warehouse"))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", schema, primary_keys=["k"], options={
+        "bucket": "1", "merge-engine": "aggregation", "fields.default-aggregate-function": "sum",
+        "sequence.field": "sq"})
+    table.write(pa.table({"k": [1, 1], "v": [5, 3], "sq": [2, 1]}, schema=schema))
+    assert table.read().to_pylist() == [{"k": 1, "v": 8, "sq": 2}]
+    table.write(pa.table({"k": [1], "v": [1], "sq": [2]}, schema=schema), row_kinds="-U")
+    assert table.read().to_pylist() == [{"k": 1, "v": 7, "sq": None}]
