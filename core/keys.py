@@ -62,3 +62,25 @@ def last_per_key(sorted_table: pa.Table, keys: Sequence[str]) -> np.ndarray:
             same &= pc.equal(column.slice(0, n - 1), column.slice(1)).to_numpy(zero_copy_only=False)
     last[:-1] = ~same
     return last
+
+
+def lookup_candidates(sorted_table: pa.Table, keys: Sequence[str], levels: np.ndarray) -> np.ndarray:
+    """For a table sorted by ``keys`` whose rows come from files on ``levels``: the rows Paimon's
+    ``LookupMergeFunction`` merges. Every level-0 row takes part; of a key's rows above level 0
+    only one does, the first on the lowest level (in lookup mode each level above 0 holds the
+    merged state of its keys, so the lowest one holding a key is the newest state and the ones
+    below it are already folded into it)."""
+    n = sorted_table.num_rows
+    levels = np.asarray(levels)
+    keep = levels <= 0
+    if n == 0 or keep.all():
+        return keep
+    starts = np.ones(n, dtype=bool)
+    starts[1:] = last_per_key(sorted_table, keys)[:-1]
+    group = np.cumsum(starts) - 1
+    high = np.where(levels > 0, levels, np.iinfo(np.int64).max).astype(np.int64)
+    lowest = np.minimum.reduceat(high, np.flatnonzero(starts))
+    candidates = np.flatnonzero((levels > 0) & (high == lowest[group]))
+    _, first = np.unique(group[candidates], return_index=True)  # the first such row of each key
+    keep[candidates[first]] = True
+    return keep

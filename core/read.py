@@ -25,7 +25,7 @@ from . import data_file as df
 from .binary_row import deserialize_row
 from .fs import join
 from .index_files import deleted_mask
-from .keys import last_per_key, merge_order
+from .keys import last_per_key, lookup_candidates, merge_order
 from .manifest import DataFileMeta, ManifestEntry
 from .merge import merge
 from .options import CoreOptions
@@ -160,6 +160,10 @@ class SplitReader:
         self._arrow = schema.arrow_schema()
         self._keys = list(schema.trimmed_primary_keys)
         self._is_pk = bool(schema.primary_keys)
+        # Paimon merges lookup tables (changelog-producer lookup, deletion vectors) with its
+        # LookupMergeFunction: level 0 plus the lowest level above it (first-row is not wrapped)
+        self._lookup_merge = (options.changelog_producer.value == "lookup" or options.deletion_vectors) \
+            and options.merge_engine.value != "first-row"
 
     def output_schema(self, columns: Sequence[str] | None) -> pa.Schema:
         if columns is None:
@@ -275,7 +279,9 @@ class SplitReader:
                     drop_retractions: bool, extra: pa.Table | None = None) -> pa.Table:
         """The newest row of each key across the split's files, sorted by key, with
         ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``. Retractions (-U, -D) are dropped only when asked
-        (a compaction into a lower level must keep them: older rows may live further down)."""
+        (a compaction into a lower level must keep them: older rows may live further down).
+        Lookup tables merge as Paimon's ``LookupMergeFunction``: level-0 rows and, of a key's rows
+        above level 0, only the one on the lowest level (it already holds the merged state)."""
         sequence_fields = list(self._options.sequence_field or ())
         wanted = list(columns) if columns is not None else list(self._arrow.names)
         columns = list(dict.fromkeys([*self._keys, *wanted, *sequence_fields]))
@@ -297,14 +303,31 @@ class SplitReader:
         order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
                             self._options.sequence_descending, positions_are_arrival=ordered,
                             kinds=df.VALUE_KIND if self._options.row_kind_flag else None)
+        if self._lookup_merge:
+            file_levels = [f.level for f in files]
+            if extra is not None:
+                file_levels.insert(0, self._options.num_levels)  # pulled rows: from above every level
+            levels = np.repeat(np.array(file_levels, np.int64), [p.num_rows for p in parts])[order]
+            order = order[lookup_candidates(table.select(self._keys).take(pa.array(order)), self._keys, levels)]
+        return self.merge_sorted(table.take(pa.array(order)), wanted, drop_retractions=drop_retractions)
+
+    def merge_sorted(self, table: pa.Table, columns: Sequence[str] | None = None, *,
+                     drop_retractions: bool) -> pa.Table:
+        """Merge rows already in merge order (:func:`~paimonflow.core.keys.merge_order`: by key,
+        oldest first) with the table's merge engine: one row per key, in key order, with
+        ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``. Retractions (-U, -D) are dropped only when asked.
+        A key all of whose records the engine ignores (``ignore-delete``) has no row."""
+        wanted = list(columns) if columns is not None else list(self._arrow.names)
+        system = [df.SEQUENCE_NUMBER, df.VALUE_KIND]
+        spec = merge_spec_for(self._schema, self._options, keep_deletes=not drop_retractions)
         if spec is not None:
-            merged = merge(table.take(pa.array(order)), self._keys, spec)
+            merged = merge(table, self._keys, spec, partition_columns=self._schema.partition_keys)
             return merged.select([*wanted, *system])
-        keep = last_per_key(table.select(self._keys).take(pa.array(order)), self._keys)
+        keep = last_per_key(table.select(self._keys), self._keys)
         if drop_retractions:
-            kinds = table.column(df.VALUE_KIND).to_numpy()[order]
+            kinds = table.column(df.VALUE_KIND).to_numpy()
             keep &= (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
-        return table.take(pa.array(order[keep])).select([*wanted, *system])
+        return table.filter(pa.array(keep)).select([*wanted, *system])
 
     def _deduplicate_files(self, split: Split, wanted: list[str], sequence_fields: list[str],
                            drop_retractions: bool) -> pa.Table:
