@@ -753,23 +753,43 @@ def _carry_field_ids(old: DataType, new: DataType) -> DataType:
     return new
 
 
-def _rename_in_options(options: dict[str, str], old: str, new: str) -> dict[str, str]:
-    """Options naming column ``old`` rewritten to ``new``: ``sequence.field`` and ``bucket-key``
-    values, ``fields.<columns>.<option>`` keys and ``fields.*.sequence-group`` values."""
-    def rename_list(value: str) -> str:
-        return ",".join(new if part.strip() == old else part for part in value.split(","))
+def _rename_in_options(options: Mapping[str, str], old: str, new: str) -> dict[str, str]:
+    """Options naming column ``old`` rewritten to ``new`` (see :func:`rename_columns_in_options`)."""
+    return rename_columns_in_options(options, {old: new})
+
+
+def rename_columns_in_options(options: Mapping[str, str], names: Mapping[str, str | None]) -> dict[str, str]:
+    """Options naming columns rewritten through ``names`` (name -> new name, or None for a column
+    to leave out), every name at once: ``sequence.field`` and ``bucket-key`` values,
+    ``fields.<columns>.<option>`` keys and ``fields.*.sequence-group`` values. Names not in
+    ``names`` are kept. A ``fields.`` key naming a left-out column is dropped, and so is a list
+    option left with no name."""
+    def rename_list(value: str) -> str | None:
+        parts = []
+        for part in value.split(","):
+            name = part.strip()
+            if name in names:
+                if names[name] is None:
+                    continue
+                part = names[name]  # type: ignore[assignment]
+            parts.append(part)
+        return ",".join(parts) if parts else None
 
     out: dict[str, str] = {}
     for key, value in options.items():
+        renamed: str | None = value
         if key in ("sequence.field", "bucket-key"):
-            value = rename_list(value)
+            renamed = rename_list(value)
         if key.startswith("fields."):
             head, _, suffix = key[len("fields."):].rpartition(".")
             if head:
+                if any(names.get(part.strip(), "") is None for part in head.split(",")):
+                    continue
                 key = f"fields.{rename_list(head)}.{suffix}"
             if suffix == "sequence-group":
-                value = rename_list(value)
-        out[key] = value
+                renamed = rename_list(value)
+        if renamed is not None:
+            out[key] = renamed
     return out
 
 
@@ -891,7 +911,9 @@ class SchemaManager:
 def _check_options(schema: TableSchema) -> object:
     from .options import CoreOptions  # options are another module's concern; imported late
 
-    return CoreOptions.from_map(schema.options)
+    options = CoreOptions.from_map(schema.options)
+    options.check_combinations()
+    return options
 
 
 # -- reading data files written under an older schema ------------------------------------------
@@ -911,6 +933,19 @@ def current_names(data_schema: TableSchema, read_schema: TableSchema) -> dict[st
     """Each column name of ``data_schema`` -> its name in ``read_schema`` (None if dropped)."""
     now = {f.id: f.name for f in read_schema.fields}
     return {f.name: now.get(f.id) for f in data_schema.fields}
+
+
+def schema_for_time_travel(snapshot_schema: TableSchema, current: TableSchema) -> TableSchema:
+    """The schema a read of an older (or newer) snapshot uses, as in Paimon's time travel: the
+    columns, keys and id of ``snapshot_schema`` (the schema the snapshot was committed under)
+    with the table's current options (``current``). Options that name columns are mapped to the
+    snapshot's column names through field ids (a column renamed since keeps its options), and
+    options of columns the snapshot's schema lacks are left out."""
+    if snapshot_schema.id == current.id:
+        return current
+    then = {f.id: f.name for f in snapshot_schema.fields}
+    names = {f.name: then.get(f.id) for f in current.fields}
+    return replace(snapshot_schema, options=rename_columns_in_options(current.options, names))
 
 
 def file_columns(data_schema: TableSchema, read_schema: TableSchema,

@@ -40,10 +40,11 @@ def analyze(table, columns: Sequence[str] | None = None, *, commit_user: str | N
     latest = table.latest_snapshot()
     if latest is None:
         return None
-    rows = table.read(snapshot_id=latest.id)
+    reader = table._reader()  # the table's columns (the schemaId recorded), not the snapshot's own
+    rows = reader.read(table.plan(snapshot_id=latest.id))
     ids = {f.name: f.id for f in table.schema.fields}
     wanted = list(columns) if columns is not None else list(rows.column_names)
-    table.read(columns=wanted, snapshot_id=latest.id)  # unknown columns fail with a SchemaError
+    reader.output_schema(wanted)  # unknown columns fail with a SchemaError
     doc = {"snapshotId": latest.id, "schemaId": table.schema.id, "mergedRecordCount": rows.num_rows,
            "mergedRecordSize": rows.nbytes,
            "colStats": {name: _column_stats(rows.column(name), ids[name]) for name in wanted}}

@@ -94,7 +94,8 @@ class StreamingScan:
         wanted = self._columns or list(table.arrow_schema.names)
         if self._full_at is not None:
             at = self._full_at
-            rows = table.read(snapshot_id=at, columns=wanted)
+            # the stream's columns are the table's, as for its changes: no time travel to at's schema
+            rows = table._reader().read(table.plan(snapshot_id=at), columns=wanted)
             self._full_at = None
             return StreamBatch(_with_kinds(rows, np.zeros(rows.num_rows, np.int8)), at, at)
         latest = manager.latest_id()

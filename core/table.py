@@ -25,10 +25,10 @@ from .errors import (
 from .fs import FileIO, join
 from .manifest_io import ManifestIO
 from .names import validate_name
-from .options import CoreOptions
+from .options import CoreOptions, MergeEngine
 from .predicate import Predicate
 from .read import ScanPlanner, Split, SplitReader
-from .schema import SchemaManager, TableSchema
+from .schema import SchemaManager, TableSchema, schema_for_time_travel
 from .snapshot import MAIN_BRANCH, CommitKind, Snapshot, SnapshotManager, TagManager
 from .write import TableWrite
 
@@ -189,8 +189,8 @@ class Table:
                           compactor_factory=compactor if compacting else None, spill_dir=spill_dir,
                           restore_vectors=restore_vectors, restore_hashes=restore_hashes,
                           sequence_stride=sequence_stride, sequence_offset=sequence_offset,
-                          restore_keys=lambda: self.read(columns=list(dict.fromkeys(
-                              [*self.primary_keys, *self.partition_keys])), snapshot_id=latest.id)
+                          restore_keys=lambda: self._reader().read(self.plan(snapshot_id=latest.id), columns=list(
+                              dict.fromkeys([*self.primary_keys, *self.partition_keys])))
                           if latest is not None else None)
 
     def new_commit(self, commit_user: str | None = None, *, clock: Callable[[], float] | None = None) -> TableCommit:
@@ -423,24 +423,37 @@ class Table:
         """The splits a read of the chosen snapshot would read, after pruning by ``filter``.
 
         Tables with deletion vectors read only files above level 0 (each with its deletion
-        vector); ``read_optimized`` reads only what needs no merging (primary-key tables without
+        vector), and so do first-row tables (as Paimon's batch scans: a key's first row is
+        compacted up before it counts; a ``write-only`` writer's rows appear once a compaction
+        moved them up); ``read_optimized`` reads only what needs no merging (primary-key tables without
         deletion vectors: the top level). ``all_levels`` plans every live file (compaction).
+        Splits are planned for this table's schema (``filter`` names its columns), whatever
+        schema the snapshot was committed under: they are what compaction, incremental reads
+        and engines read with the table's columns. :meth:`read` and :meth:`to_batches` time
+        travel with the snapshot's own schema.
         """
         snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+        return self._plan_snapshot(snapshot, self.schema, self.options, filter=filter,
+                                   read_optimized=read_optimized, all_levels=all_levels)
+
+    def _plan_snapshot(self, snapshot: Snapshot | None, schema: TableSchema, options: CoreOptions, *,
+                       filter: Predicate | None, read_optimized: bool = False,
+                       all_levels: bool = False) -> list[Split]:
+        """:meth:`plan` of a resolved snapshot for a read with ``schema`` and ``options``."""
         if snapshot is None:
             return []
         entries = self.manifest_io.live_entries(snapshot, partition_filter=filter)
         level_filter = None
-        if not all_levels and self.primary_keys:
-            if self.options.deletion_vectors:
+        if not all_levels and schema.primary_keys:
+            if options.deletion_vectors or options.merge_engine is MergeEngine.FIRST_ROW:
+                # Paimon's batchScanSkipLevel0: these tables' levels above 0 need no merging
                 level_filter = _above_level_0
             elif read_optimized:
-                top = self.options.num_levels - 1
+                top = options.num_levels - 1
                 level_filter = lambda level: level == top  # noqa: E731
-        planner = ScanPlanner(table_path=self.path, schema=self.schema, options=self.options,
-                              schemas=self._schema_by_id)
+        planner = ScanPlanner(table_path=self.path, schema=schema, options=options, schemas=self._schema_by_id)
         splits = planner.plan(entries, filter, level_filter=level_filter)
-        if self.options.deletion_vectors and splits:
+        if options.deletion_vectors and splits:
             vectors = self.deletion_vectors(snapshot)
             splits = [replace(s, deletion_vectors=vectors.get((s.partition, s.bucket), {})) for s in splits]
         return splits
@@ -484,30 +497,56 @@ class Table:
 
         return IndexManifest(self.file_io, self.manifest_io.manifest_dir, compression=self.options.manifest_compression)
 
-    def _reader(self) -> SplitReader:
-        self.options.require_supported_for_read()
-        return SplitReader(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
+    def _reader(self, schema: TableSchema | None = None, options: CoreOptions | None = None) -> SplitReader:
+        """A reader producing ``schema``'s columns (default: this table's)."""
+        schema, options = schema or self.schema, options or self.options
+        options.require_supported_for_read()
+        return SplitReader(file_io=self.file_io, table_path=self.path, schema=schema, options=options,
                            schemas=self._schema_by_id)
+
+    def read_schema(self, *, snapshot_id: int | None = None, tag: str | None = None,
+                    timestamp: int | datetime | None = None) -> TableSchema:
+        """The schema whose columns :meth:`read` returns for the same arguments: this table's
+        schema for the latest snapshot, and for time travel (by id, tag or time) the schema the
+        chosen snapshot was committed under, as in Paimon (its columns, with the table's current
+        options). Raises like :meth:`resolve_snapshot`."""
+        snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+        return self._time_travel(snapshot, travelling=_travels(snapshot_id, tag, timestamp))[0]
+
+    def _time_travel(self, snapshot: Snapshot | None, *, travelling: bool) -> tuple[TableSchema, CoreOptions]:
+        """The schema and options a read of ``snapshot`` uses (see :meth:`read_schema`)."""
+        if snapshot is None or not travelling or snapshot.schema_id == self.schema.id:
+            return self.schema, self.options
+        schema = schema_for_time_travel(self._schema_by_id(snapshot.schema_id), self.schema)
+        return schema, CoreOptions.from_map(schema.options)
 
     def read(self, *, columns: Sequence[str] | None = None, filter: Predicate | None = None,
              snapshot_id: int | None = None, tag: str | None = None,
              timestamp: int | datetime | None = None, read_optimized: bool = False) -> pa.Table:
         """Rows of the latest snapshot (or the one chosen by id, tag or time) as a pyarrow Table.
 
-        ``read_optimized`` (Paimon's ``$ro``) reads only files that need no merging: for a
-        primary-key table without deletion vectors the top level, as of its last full compaction.
+        The latest snapshot is read with this table's schema. Time travel reads a snapshot with
+        the schema it was committed under, as Paimon does (:meth:`read_schema`): columns added
+        since are absent, renamed ones have their old name, dropped ones are back; ``columns``
+        and ``filter`` name that schema's columns. ``read_optimized`` (Paimon's ``$ro``) reads
+        only files that need no merging: for a primary-key table without deletion vectors the
+        top level, as of its last full compaction.
         """
-        reader = self._reader()
-        splits = self.plan(filter=filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp,
-                           read_optimized=read_optimized)
+        snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+        schema, options = self._time_travel(snapshot, travelling=_travels(snapshot_id, tag, timestamp))
+        reader = self._reader(schema, options)
+        splits = self._plan_snapshot(snapshot, schema, options, filter=filter, read_optimized=read_optimized)
         return reader.read(splits, columns=columns, predicate=filter, merge=not read_optimized)
 
     def to_batches(self, *, columns: Sequence[str] | None = None, filter: Predicate | None = None,
                    snapshot_id: int | None = None, tag: str | None = None,
                    timestamp: int | datetime | None = None) -> Iterator[pa.RecordBatch]:
-        """The same rows as :meth:`read`, streamed split by split (memory bounded by one split)."""
-        reader = self._reader()
-        splits = self.plan(filter=filter, snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+        """The same rows as :meth:`read` (same schema rules), streamed split by split (memory
+        bounded by one split)."""
+        snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+        schema, options = self._time_travel(snapshot, travelling=_travels(snapshot_id, tag, timestamp))
+        reader = self._reader(schema, options)
+        splits = self._plan_snapshot(snapshot, schema, options, filter=filter)
         return reader.read_batches(splits, columns=columns, predicate=filter)
 
     # -- schema ------------------------------------------------------------------------------
@@ -536,3 +575,8 @@ class Table:
 
 def _above_level_0(level: int) -> bool:
     return level > 0
+
+
+def _travels(snapshot_id: int | None, tag: str | None, timestamp: int | datetime | None) -> bool:
+    """True if a read names its snapshot (time travel) instead of reading the latest."""
+    return snapshot_id is not None or tag is not None or timestamp is not None
