@@ -11,6 +11,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from .dataset import canonical as canonical  # re-exported: the interop tests import it from here
+
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).with_name("oracle_driver.py")
 
@@ -98,20 +100,3 @@ class Oracle:
             with pa.OSFile(str(path), "rb") as f:
                 tables.append(pa.ipc.open_file(f).read_all())
         return tables
-
-
-def canonical(table: pa.Table, columns: list[str] | None = None) -> list[tuple]:
-    """Order-insensitive, type-normalised rows for comparing two readers."""
-    columns = columns or table.column_names
-    out = []
-    for row in table.select(columns).to_pylist():
-        out.append(tuple(_norm(row[c]) for c in columns))
-    return sorted(out, key=repr)
-
-
-def _norm(value: Any) -> Any:
-    if isinstance(value, float) and value != value:
-        return "NaN"
-    if hasattr(value, "tzinfo") and getattr(value, "tzinfo", None) is not None:
-        return value.astimezone(__import__("datetime").timezone.utc).replace(tzinfo=None)
-    return value

@@ -7,111 +7,18 @@ Python model predicts, for every primitive type, nulls and long strings included
 
 from __future__ import annotations
 
-import datetime as dt
 import random
-from decimal import Decimal
 
 import pyarrow as pa
 import pytest
 
 from paimonflow.core import Catalog
 
+from .dataset import SCENARIOS, SCHEMA, Model, random_commits
 from .oracle import Oracle, canonical
 
 pytestmark = pytest.mark.interop
 
-ALL_TYPES = [
-    pa.field("id", pa.int64(), nullable=False),
-    pa.field("dt", pa.string(), nullable=False),
-    ("b", pa.bool_()), ("i8", pa.int8()), ("i16", pa.int16()), ("i32", pa.int32()),
-    ("f32", pa.float32()), ("f64", pa.float64()), ("dec", pa.decimal128(10, 2)), ("dec38", pa.decimal128(38, 6)),
-    ("s", pa.string()), ("bin", pa.binary()), ("d", pa.date32()), ("t", pa.time32("ms")),
-    ("ts3", pa.timestamp("ms")), ("ts6", pa.timestamp("us")), ("ltz", pa.timestamp("us", tz="UTC")),
-    ("op", pa.string()),
-]
-SCHEMA = pa.schema(ALL_TYPES)
-DAYS = ["2026-11-20", "2026-11-21", "2026-11-22"]
-
-
-def _value(rng: random.Random, name: str):
-    if rng.random() < 0.1:
-        return None
-    base = dt.datetime(2026, 1, 1) + dt.timedelta(seconds=rng.randrange(10**8), microseconds=rng.randrange(10**6))
-    return {
-        "b": rng.random() < 0.5,
-        "i8": rng.randrange(-128, 128),
-        "i16": rng.randrange(-(2**15), 2**15),
-        "i32": rng.randrange(-(2**31), 2**31),
-        "f32": float(rng.randrange(-1000, 1000)) / 4,
-        "f64": rng.uniform(-1e6, 1e6),
-        "dec": Decimal(rng.randrange(-10**9, 10**9)) / 100,
-        "dec38": Decimal(rng.randrange(-10**30, 10**30)) / 10**6,
-        "s": "".join(rng.choice("abcxyzé漢😀 ") for _ in range(rng.choice([0, 3, 7, 8, 40, 300]))),
-        "bin": bytes(rng.randrange(256) for _ in range(rng.choice([0, 5, 20]))),
-        "d": dt.date(2000, 1, 1) + dt.timedelta(days=rng.randrange(20000)),
-        "t": dt.time(rng.randrange(24), rng.randrange(60), rng.randrange(60), rng.randrange(1000) * 1000),
-        "ts3": base.replace(microsecond=base.microsecond // 1000 * 1000),
-        "ts6": base,
-        "ltz": base.replace(tzinfo=dt.UTC),
-    }[name]
-
-
-def _rows(rng: random.Random, ids, days, op="+I"):
-    names = [f.name if isinstance(f, pa.Field) else f[0] for f in ALL_TYPES]
-    out = {n: [] for n in names}
-    for i, day in zip(ids, days, strict=True):
-        for n in names:
-            out[n].append(i if n == "id" else day if n == "dt" else op if n == "op" else _value(rng, n))
-    return pa.table(out, schema=SCHEMA)
-
-
-class Model:
-    """What a table must contain: a dict for primary-key tables, a multiset for append tables."""
-
-    def __init__(self, primary_key: bool) -> None:
-        self.pk = primary_key
-        self.rows: dict = {}
-        self.bag: list = []
-
-    def apply(self, batch: pa.Table) -> None:
-        for row in batch.to_pylist():
-            if not self.pk:
-                self.bag.append(row)
-            elif row["op"] in ("-D", "-U"):
-                self.rows.pop((row["id"], row["dt"]), None)
-            else:
-                self.rows[(row["id"], row["dt"])] = row
-
-    def expected(self, columns) -> list[tuple]:
-        rows = list(self.rows.values()) if self.pk else list(self.bag)
-        return canonical(pa.Table.from_pylist(rows, schema=SCHEMA), columns) if rows else []
-
-
-def _commits(rng: random.Random, primary_key: bool) -> list[pa.Table]:
-    """Inserts, then updates + inserts, then deletes (primary key) / more appends."""
-    first_ids = list(range(1, 301))
-    commits = [_rows(rng, first_ids, [rng.choice(DAYS) for _ in first_ids])]
-    if primary_key:
-        day_of = {r["id"]: r["dt"] for r in commits[0].select(["id", "dt"]).to_pylist()}
-        updated = rng.sample(first_ids, 80) + list(range(301, 341))
-        commits.append(_rows(rng, updated, [day_of.get(i) or rng.choice(DAYS) for i in updated]))
-        deleted = rng.sample(first_ids, 50)
-        commits.append(_rows(rng, deleted, [day_of[i] for i in deleted], op="-D"))
-    else:
-        more = list(range(1, 151))
-        commits.append(_rows(rng, more, [rng.choice(DAYS) for _ in more]))
-        commits.append(_rows(rng, [7, 7], ["2026-11-21", "2026-11-21"]))
-    return commits
-
-
-SCENARIOS = [
-    # (name, primary key, partitioned, options)
-    ("pk-unpartitioned-1-bucket", True, False, {"bucket": "1"}),
-    ("pk-partitioned-2-buckets", True, True, {"bucket": "2"}),
-    ("pk-unpartitioned-4-buckets", True, False, {"bucket": "4"}),
-    ("append-unaware", False, True, {}),
-    ("append-fixed-3-buckets", False, False, {"bucket": "3", "bucket-key": "id"}),
-]
 WRITERS = ["paimonflow", "pypaimon", "alternating"]
 
 
@@ -126,7 +33,7 @@ def test_both_readers_agree_with_the_model(tmp_path, writer, name, primary_key, 
         table_options["rowkind.field"] = "op"
     pks = ["id", "dt"] if primary_key else []
     parts = ["dt"] if partitioned else []
-    commits = _commits(rng, primary_key)
+    commits = random_commits(rng, primary_key)
     model = Model(primary_key)
     oracle = Oracle(tmp_path)
 
@@ -245,6 +152,70 @@ def test_schema_evolution_both_ways(tmp_path):
     assert evolved.schema.id == 1 and evolved.schema.highest_field_id == 3  # one alter; ids never reused
     evolved.write(pa.table({"id": [2, 3], "a2": ["Y", "z"], "c": [2.5, 3.5]}, schema=evolved.arrow_schema))
     assert canonical(evolved.read(), ["id", "a2", "c"]) == expected
+
+
+@pytest.mark.parametrize("primary_key", [True, False], ids=["pk", "append"])
+def test_time_travel_across_schema_evolution_both_ways(tmp_path, primary_key):
+    """A read by snapshot id or tag uses the schema that snapshot was committed under (pypaimon's
+    and Java's time travel), so after add/rename/drop snapshot 1 still has ``a`` and ``b``;
+    incremental reads (pypaimon's ``incremental-between-timestamp``, our ``read_changes``) use
+    the table's latest schema."""
+    import time
+
+    from paimonflow.core.schema import AddColumn, DropColumn, RenameColumn
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.string()), ("b", pa.int32())])
+    evolved_schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a2", pa.string()), ("c", pa.float64())])
+    first = pa.table({"id": [1, 2], "a": ["x", "y"], "b": [10, 20]}, schema=schema)
+    second = pa.table({"id": [2, 3], "a2": ["Y", "z"], "c": [2.5, 3.5]}, schema=evolved_schema)
+    keys = {"primary_keys": ["id"], "options": {"bucket": "1"}} if primary_key else {}
+    travels = [{"snapshot_id": 1}, {"tag": "v1"}, {}]
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    catalog = Catalog(str(ours))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", schema, **keys)
+    t.write(first)
+    t.tags.create("v1")
+    time.sleep(0.005)  # distinct commit times for the incremental read by timestamps
+    t = t.alter([AddColumn("c", pa.float64()), RenameColumn("a", "a2"), DropColumn("b")])
+    t.write(second)
+    oracle = Oracle(tmp_path)
+    for travel in travels:
+        oracle.read(ours, "db.t", **travel)
+    oracle.create_table(theirs, "db.t", schema, **keys)
+    oracle.write(theirs, "db.t", first)
+    oracle.create_tag(theirs, "db.t", "v1")
+    oracle.alter_table(theirs, "db.t", [{"kind": "add_column", "name": "c", "type": "DOUBLE"},
+                                        {"kind": "rename_column", "name": "a", "new_name": "a2"},
+                                        {"kind": "drop_column", "name": "b"}])
+    oracle.write(theirs, "db.t", second)
+    for travel in travels:
+        oracle.read(theirs, "db.t", **travel)
+    results = oracle.run()
+    ours_by_them, theirs_by_them = results[:3], results[3:]
+    theirs_table = Catalog(str(theirs)).get_table("db.t")
+    old_rows = [(1, "x", 10), (2, "y", 20)]
+    for travel, by_them, by_us_theirs in zip(travels[:2], ours_by_them, theirs_by_them, strict=False):
+        assert by_them.column_names == ["id", "a", "b"] == by_us_theirs.column_names, travel
+        for table in (by_them, by_us_theirs, t.read(**travel), theirs_table.read(**travel)):
+            assert table.column_names == ["id", "a", "b"], travel
+            assert canonical(table) == old_rows, travel
+    latest = [(1, "x", None), (2, "Y", 2.5), (3, "z", 3.5)] if primary_key else \
+        [(1, "x", None), (2, "Y", 2.5), (2, "y", None), (3, "z", 3.5)]
+    for table in (ours_by_them[2], theirs_by_them[2], t.read(), theirs_table.read()):
+        assert table.column_names == ["id", "a2", "c"]
+        assert canonical(table) == latest
+    # incremental: the rows snapshot 2 added, with the latest columns, in both engines
+    windows = {}
+    for warehouse, table in ((ours, t), (theirs, theirs_table)):
+        s1, s2 = (table.snapshot_manager.snapshot(i).time_millis for i in (1, 2))
+        assert s1 < s2
+        windows[warehouse] = f"{s1},{s2}"
+        oracle.read(warehouse, "db.t", options={"incremental-between-timestamp": windows[warehouse]})
+    added = [(2, "Y", 2.5), (3, "z", 3.5)]
+    for table in (*oracle.run(), t.read_changes(1, 2, mode="delta"), theirs_table.read_changes(1, 2, mode="delta")):
+        assert [c for c in table.column_names if c != "rowkind"] == ["id", "a2", "c"]
+        assert canonical(table, ["id", "a2", "c"]) == added
 
 
 def write_both(tmp_path, schema: pa.Schema, batches: list[pa.Table], *, primary_keys=(), options=None):
