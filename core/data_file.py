@@ -195,13 +195,24 @@ def encode_file(
     if file_format == "orc":
         import pyarrow.orc as orc
 
-        orc.write_table(table, sink, compression=codec if codec != "none" else "uncompressed")
+        orc.write_table(_orc_time_as_int(table), sink, compression=codec if codec != "none" else "uncompressed")
         return sink.getvalue(), None
     if file_format == "avro":
         from .avro_data import write_avro_table
 
         return write_avro_table(table, codec), None
     raise UnsupportedError(f"file.format={file_format!r}")
+
+
+def _orc_time_as_int(table: pa.Table) -> pa.Table:
+    """ORC has no time-of-day type: Paimon stores TIME as an INT of milliseconds of the day
+    (``OrcTypeUtil``), which readers cast back to TIME by the table's schema."""
+    for i, field in enumerate(table.schema):
+        if pa.types.is_time(field.type):
+            millis = table.column(i).cast(pa.time32("ms")) if field.type != pa.time32("ms") else table.column(i)
+            table = table.set_column(i, pa.field(field.name, pa.int32(), field.nullable, field.metadata),
+                                     millis.cast(pa.int32()))
+    return table
 
 
 def iter_file_batches(stream: object, file_format: str, columns: Sequence[str], batch_rows: int = 65536):

@@ -524,3 +524,18 @@ def test_unsupported_merge_options_are_refused_on_read_and_write(catalog):
         t.write(_engine_rows((1, 1.0, 1, "x")))
     with pytest.raises((UnsupportedError, InvalidOptionError)):
         t.read()
+
+
+def test_orc_files_hold_time_as_paimons_int_of_milliseconds(catalog):
+    """ORC has no TIME type: Paimon stores milliseconds of the day in an INT (Java reads it so)."""
+    import datetime as dt
+
+    import pyarrow.orc as orc
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("t", pa.time32("ms"))])
+    data = pa.table({"id": [1, 2], "t": [dt.time(1, 2, 3, 456000), None]}, schema=schema)
+    t = catalog.create_table("db.orc_time", schema, primary_keys=["id"], options={"bucket": "1", "file.format": "orc"})
+    t.write(data)
+    assert t.read().sort_by("id").equals(data)
+    stored = orc.ORCFile(t.system_table("files").column("file_path")[0].as_py()).read(columns=["t"])
+    assert stored.schema.field("t").type == pa.int32() and stored.column("t").to_pylist() == [3723456, None]
