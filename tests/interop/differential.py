@@ -158,7 +158,7 @@ def cases(draw, kind: TableKind) -> Case:
         if kind.sequence_field:
             r["sq"] = draw(st.integers(0, 3))
         if kind.engine == "partial-update-groups":
-            r["g"] = draw(st.one_of(st.none(), st.integers(0, 3)))
+            r["g"] = draw(st.sampled_from([None, 0, 1, 2, 3]))
         return r
 
     steps: list[Write | Compact] = []
@@ -212,6 +212,25 @@ class Outcome:
     latest: dict[tuple[str, str], list] = field(default_factory=dict)
     earlier: dict[tuple[str, str], list] = field(default_factory=dict)
     changelog: dict[tuple[str, str], dict] = field(default_factory=dict)
+
+    def differing_keys(self) -> set[tuple]:
+        """The (partition, key) pairs whose rows or changes are not the same in every answer."""
+        keys: set[tuple] = set()
+        for answers in (self.latest, self.earlier):
+            per_answer = []
+            for rows in answers.values():
+                by_key: dict[tuple, list] = {}
+                for row in rows:
+                    by_key.setdefault((row[0], row[1]), []).append(row)
+                per_answer.append(by_key)
+            for key in set().union(*per_answer):
+                if len({repr(a.get(key)) for a in per_answer}) > 1:
+                    keys.add(key)
+        per_answer = list(self.changelog.values())
+        for key in set().union(*per_answer) if per_answer else ():
+            if len({repr(a.get(key)) for a in per_answer}) > 1:
+                keys.add(key)
+        return keys
 
     def disagreements(self) -> list[str]:
         out = []
@@ -305,74 +324,96 @@ def run_case(case: Case, peer: JavaPeer, workdir: Path) -> Outcome:
 # -- known Java 0.9 defects (fixed upstream): a disagreement they explain is set aside ------------
 
 
-def _first_kind_per_batch(case: Case) -> list[str]:
-    """For each write and key, the kind of the key's first row in that write."""
+Key = tuple  # (partition value, key)
+
+
+def _rows_of(case: Case, key: Key) -> list[list[tuple[str, dict[str, Any]]]]:
+    """The (kind, row) pairs of ``key`` in each write that has any."""
     out = []
     for w in case.writes:
-        seen = set()
-        for row, kind in zip(w.rows, w.kinds, strict=True):
-            key = (row["p"], row["k"])
-            if key not in seen:
-                seen.add(key)
-                out.append(kind)
+        rows = [(kind, row) for row, kind in zip(w.rows, w.kinds, strict=True) if (row["p"], row["k"]) == key]
+        if rows:
+            out.append(rows)
     return out
 
 
-def _merge_starts_with_retraction(case: Case) -> bool:
-    return any(k in RETRACTIONS for k in _first_kind_per_batch(case))
+def _starts_a_write_with_a_retraction(case: Case, key: Key) -> bool:
+    return any(rows[0][0] in RETRACTIONS for rows in _rows_of(case, key))
 
 
-def _partial_update_retraction_first(case: Case) -> bool:
+def _partial_update_retraction_first(case: Case, key: Key) -> bool:
     engine, deletes = case.kind.engine, case.kind.deletes
     return ((engine == "partial-update" and deletes == "remove") or engine == "partial-update-groups") \
-        and _merge_starts_with_retraction(case)
+        and _starts_a_write_with_a_retraction(case, key)
 
 
-def _null_group_sequence_with_values(case: Case) -> bool:
+def _null_group_sequence_with_values(case: Case, key: Key) -> bool:
     return case.kind.engine == "partial-update-groups" and any(
         row["g"] is None and (row["a"] is not None or row["c"] is not None)
-        for w in case.writes for row in w.rows)
+        for rows in _rows_of(case, key) for _, row in rows)
 
 
-def _aggregation_retraction_first(case: Case) -> bool:
-    return case.kind.engine == "aggregation" and _merge_starts_with_retraction(case)
+def _aggregation_retraction_first(case: Case, key: Key) -> bool:
+    return case.kind.engine == "aggregation" and _starts_a_write_with_a_retraction(case, key)
 
 
 @dataclass(frozen=True)
 class KnownJavaDefect:
+    """A Java 0.9 defect (fixed or changed upstream) and the keys of a case it can affect."""
+
     name: str
     reference: str
-    applies: Callable[[Case], bool]
+    affects: Callable[[Case, Key], bool]
+    java_errors: tuple[str, ...] = ()  # Java exceptions it raises, for cases Java cannot finish
 
 
 JAVA_09_RULES: tuple[KnownJavaDefect, ...] = (
     KnownJavaDefect(
         "partial-update merge starting with a retraction",
         "Java 0.9's PartialUpdateMergeFunction throws a NullPointerException or writes null key fields "
-        "when the first record of a merge is -U/-D with partial-update.remove-record-on-delete or a "
-        "sequence group; current Paimon keeps the key fields of the retraction "
-        "(PartialUpdateMergeFunction#retractWithSequenceGroup / the remove-record-on-delete path)",
-        _partial_update_retraction_first),
+        "when the first record of a merge is -U/-D under partial-update.remove-record-on-delete or a "
+        "sequence group; current Paimon keeps the retraction's key fields (PartialUpdateMergeFunction)",
+        _partial_update_retraction_first, ("java.lang.NullPointerException",
+                                            "java.util.concurrent.ExecutionException",
+                                            # Java reading back the null it wrote into a key column
+                                            "org.apache.paimon.shade.org.apache.parquet.io.ParquetDecodingException")),
     KnownJavaDefect(
         "single record passed through unmerged (null sequence group)",
         "Paimon's ReducerMergeFunctionWrapper returns a key's only record without calling the merge "
-        "function, so a lone record whose sequence group is null keeps the group's fields, while two "
-        "records of the same key drop them; paimonflow merges every key the same way",
+        "function, so a lone record whose sequence group is null keeps the group's fields while two "
+        "records of the key drop them: Java's answer depends on how records meet in merges; "
+        "paimonflow merges every key the same way",
         _null_group_sequence_with_values),
     KnownJavaDefect(
-        "aggregation of a lone retraction",
-        "A key whose merge starts with -U/-D: Java 0.9 passes a lone retraction through unmerged in "
-        "sort-merge reads (ReducerMergeFunctionWrapper: the key disappears) but retracts it into an "
-        "insert in lookup/deletion-vector compaction (LookupChangelogMergeFunctionWrapper), so its "
-        "answer depends on when it compacted; paimonflow retracts it the same way everywhere",
+        "aggregation of a key whose merge starts with a retraction",
+        "Java 0.9 passes a lone -U/-D through unmerged in sort-merge reads (ReducerMergeFunctionWrapper: "
+        "the key disappears) but its lookup/deletion-vector compaction turns it into an insert "
+        "(LookupChangelogMergeFunctionWrapper, changed upstream), so its answer depends on when it "
+        "compacted; paimonflow keeps a lone retraction a retraction on every path",
         _aggregation_retraction_first),
 )
 
 
-def explain(case: Case) -> KnownJavaDefect | None:
+def explain(case: Case, keys: set[Key] | None, java_error: str | None = None) -> KnownJavaDefect | None:
+    """The known Java 0.9 defect that explains every differing key of ``case`` (or, when Java
+    failed, the defect that raises ``java_error`` on a key of the case); None if there is none."""
+    all_keys = {(row["p"], row["k"]) for w in case.writes for row in w.rows}
+
+    def affects(rule: KnownJavaDefect, key: Key) -> bool:
+        # a row whose key fields read null (Java wrote null keys) can be any key of the case
+        if any(part is None for part in key):
+            return any(rule.affects(case, k) for k in all_keys)
+        return rule.affects(case, key)
+
     for rule in JAVA_09_RULES:
-        if rule.applies(case):
+        if java_error is not None:
+            if java_error in rule.java_errors and any(rule.affects(case, k) for k in all_keys):
+                return rule
+        elif keys and all(affects(rule, k) for k in keys):
             return rule
+    # keys explained by different rules
+    if java_error is None and keys and all(any(affects(r, k) for r in JAVA_09_RULES) for k in keys):
+        return next(r for r in JAVA_09_RULES if any(affects(r, k) for k in keys))
     return None
 
 
@@ -382,12 +423,15 @@ def verdict(case: Case, peer: JavaPeer, workdir: Path) -> tuple[str, str]:
     from .java_peer import JavaPeerError
 
     try:
-        problems = run_case(case, peer, workdir).disagreements()
+        outcome = run_case(case, peer, workdir)
     except JavaPeerError as exc:
         problems = [f"  Java failed: {exc.error_type}: {exc.java_message}"]
-    if not problems:
-        return "agreed", ""
-    rule = explain(case)
+        rule = explain(case, None, java_error=exc.error_type)
+    else:
+        problems = outcome.disagreements()
+        if not problems:
+            return "agreed", ""
+        rule = explain(case, outcome.differing_keys())
     if rule is not None:
         return "set aside", rule.name
     return "differs", case.describe() + "\n" + "\n".join(problems)

@@ -53,7 +53,7 @@ class JavaPeer:
         classpath = (PEER_DIR / "classpath").read_text().strip()
         self._workdir = Path(workdir)
         self._workdir.mkdir(parents=True, exist_ok=True)
-        self._stderr = tempfile.TemporaryFile(dir=self._workdir)
+        self._stderr = tempfile.TemporaryFile(dir=self._workdir)  # noqa: SIM115 - lives as long as the JVM
         self._proc = subprocess.Popen(
             ["java", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
              "--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/java.lang=ALL-UNNAMED",
