@@ -31,6 +31,10 @@ $(PYPAIMON_STAMP):
 JAVA_PEER_STAMP := build/java-peer/classes/PaimonPeer.class
 java-peer: $(JAVA_PEER_STAMP)
 $(JAVA_PEER_STAMP): tests/interop/java/PaimonPeer.java scripts/build_java_peer.py $(STAMP)
+	@command -v javac >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless; \
+	  else echo "The Java interop peer needs a JDK: sudo apt-get install openjdk-17-jdk-headless"; exit 1; fi; }
 	$(PY) scripts/build_java_peer.py --out build/java-peer
 
 # Headless Chromium renders the Airflow table-health page in the tests (Debian package 'chromium').

@@ -372,7 +372,8 @@ JAVA_09_RULES: tuple[KnownJavaDefect, ...] = (
         "partial-update merge starting with a retraction",
         "Java 0.9's PartialUpdateMergeFunction throws a NullPointerException or writes null key fields "
         "when the first record of a merge is -U/-D under partial-update.remove-record-on-delete or a "
-        "sequence group; current Paimon keeps the retraction's key fields (PartialUpdateMergeFunction)",
+        "sequence group; fixed upstream (apache/paimon#4247, #4344/#4345: PartialUpdateMergeFunction "
+        "keeps the retraction's key fields and emits a DELETE row)",
         _partial_update_retraction_first, ("java.lang.NullPointerException",
                                             "java.util.concurrent.ExecutionException",
                                             # Java reading back the null it wrote into a key column

@@ -93,6 +93,17 @@ class Subject:
             our_catalog(self.wh).create_table(self.identifier, schema, primary_keys=list(primary_keys),
                                               partition_keys=list(partition_keys), options=dict(options or {}))
 
+    def write_all(self, commits: list[pa.Table], model: Model) -> list[list[tuple]]:
+        """Write ``commits`` (row kinds from their ``op`` column on primary-key tables), one step
+        each, and apply them to ``model``; the model's expected rows after each, in order."""
+        states = []
+        for batch in commits:
+            self.write(batch, kinds_column(batch) if model.pk else None)
+            model.apply(batch)
+            states.append(model.expected(COLUMNS))
+        self.sync()
+        return states
+
     def write(self, batch: pa.Table, kinds: list[str] | None = None) -> None:
         if self.java_turn():
             self.peer.write(self.wh, self.identifier, batch, kinds=kinds)
@@ -209,12 +220,7 @@ def test_both_readers_agree_with_the_model(java_peer, tmp_path, writer, name, pr
     subject = Subject(java_peer, tmp_path / "wh", writer)
     subject.create(SCHEMA, primary_keys=["id", "dt"] if primary_key else [],
                    partition_keys=["dt"] if partitioned else [], options=options)
-    model, states = Model(primary_key), []
-    for batch in commits:
-        subject.write(batch, kinds_column(batch) if primary_key else None)
-        model.apply(batch)
-        states.append(model.expected(COLUMNS))
-    subject.sync()
+    states = subject.write_all(commits, Model(primary_key))
     ids = write_snapshot_ids(subject.table())
     assert len(ids) == len(commits)
     answers = subject.read_both([{}] + [{"snapshot_id": i} for i in ids])
@@ -987,12 +993,7 @@ def test_file_formats_both_ways(java_peer, tmp_path, file_format, primary_key, w
     subject = Subject(java_peer, tmp_path / "wh", writer)
     subject.create(SCHEMA, primary_keys=["id", "dt"] if primary_key else [], partition_keys=["dt"],
                    options={"bucket": "2" if primary_key else "-1", "file.format": file_format})
-    model, states = Model(primary_key), []
-    for batch in commits:
-        subject.write(batch, kinds_column(batch) if primary_key else None)
-        model.apply(batch)
-        states.append(model.expected(COLUMNS))
-    subject.sync()
+    states = subject.write_all(commits, Model(primary_key))
     table = subject.table()
     suffixes = {e.file.file_name.rsplit(".", 1)[-1] for e in table.manifest_io.live_entries(table.latest_snapshot())}
     first_id = write_snapshot_ids(table)[0]
