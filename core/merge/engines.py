@@ -406,11 +406,18 @@ def partial_update(table: pa.Table, key_columns: list[str], spec: PartialUpdateS
     n = table.num_rows
     positions = np.arange(n)
     in_segment = np.ones(n, dtype=bool)
+    deleted_from = None  # per key: the -D record a removed row keeps its values from
     if retract.any() and spec.remove_record_on_delete:
         last_delete = groups.last_where(kinds == _DELETE)
         in_segment = positions >= np.maximum(groups.starts, last_delete + 1)[groups.ids]
     live = ~retract & in_segment
     inserted = groups.any(live)
+    if retract.any() and spec.remove_record_on_delete:
+        # Paimon's row of a removed key is the -D record's own values (initRow), its sequence
+        # field included, so the -D still outranks older records it meets in a later merge
+        deleted_from = np.where(~inserted & (last_delete >= 0), last_delete, -1)
+        if not (deleted_from >= 0).any():
+            deleted_from = None
 
     grouped: dict[str, np.ndarray] = {}
     sequence_names: set[str] = set()
@@ -448,6 +455,8 @@ def partial_update(table: pa.Table, key_columns: list[str], spec: PartialUpdateS
         if default is not None:
             filled = pc.fill_null(merged, _default_scalar(name, default, column.type))
             merged = pc.if_else(pa.array(inserted), filled, merged)
+        if deleted_from is not None:
+            merged = pc.if_else(pa.array(deleted_from >= 0), take_or_null(column, deleted_from), merged)
         columns.append(merged)
     result = pa.Table.from_arrays(columns, schema=table.schema)
     kind = pa.array(np.where(inserted, _INSERT, _DELETE).astype(np.int8), pa.int8())
