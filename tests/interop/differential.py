@@ -353,6 +353,25 @@ def _null_group_sequence_with_values(case: Case, key: Key) -> bool:
         for rows in _rows_of(case, key) for _, row in rows)
 
 
+def _late_record_on_a_lookup_table(case: Case, key: Key) -> bool:
+    """A row whose sequence field is below one an earlier write gave the key."""
+    if not (case.kind.lookup and case.kind.sequence_field):
+        return False
+    highest = None
+    for rows in _rows_of(case, key):
+        if highest is not None and any(row["sq"] is not None and row["sq"] < highest for _, row in rows):
+            return True
+        seen = [row["sq"] for _, row in rows if row["sq"] is not None]
+        if seen:
+            highest = max(seen) if highest is None else max(highest, *seen)
+    return False
+
+
+def _removed_by_a_delete(case: Case, key: Key) -> bool:
+    return case.kind.engine == "partial-update" and case.kind.deletes == "remove" and any(
+        kind == "-D" for rows in _rows_of(case, key) for kind, _ in rows)
+
+
 def _aggregation_retraction_first(case: Case, key: Key) -> bool:
     return case.kind.engine == "aggregation" and _starts_a_write_with_a_retraction(case, key)
 
@@ -392,6 +411,19 @@ JAVA_09_RULES: tuple[KnownJavaDefect, ...] = (
         "(LookupChangelogMergeFunctionWrapper, changed upstream), so its answer depends on when it "
         "compacted; paimonflow keeps a lone retraction a retraction on every path",
         _aggregation_retraction_first),
+    KnownJavaDefect(
+        "lookup compaction ties and reads stale",
+        "Java 0.9's lookup compaction gives a key's merged row the sequence number of the record that "
+        "wins by sequence.field; after a late record (lower sequence field) the merged row and the "
+        "older higher-level row tie, and Java's reader may keep the stale one (its lowest-level pick "
+        "was fixed upstream: LookupMergeFunction / KeyValueBuffer)",
+        _late_record_on_a_lookup_table),
+    KnownJavaDefect(
+        "partial-update remove-record-on-delete swallows the -D",
+        "Java 0.9's PartialUpdateMergeFunction.getResult returns null for a merge ending in -D under "
+        "remove-record-on-delete, so the delete never reaches a file and the old row stays; fixed "
+        "upstream (apache/paimon#4344/#4345: a DELETE row is emitted)",
+        _removed_by_a_delete),
 )
 
 
