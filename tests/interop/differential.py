@@ -422,8 +422,9 @@ JAVA_09_RULES: tuple[KnownJavaDefect, ...] = (
         "partial-update remove-record-on-delete swallows the -D",
         "Java 0.9's PartialUpdateMergeFunction.getResult returns null for a merge ending in -D under "
         "remove-record-on-delete, so the delete never reaches a file and the old row stays; fixed "
-        "upstream (apache/paimon#4344/#4345: a DELETE row is emitted)",
-        _removed_by_a_delete),
+        "upstream (apache/paimon#4344/#4345: a DELETE row is emitted; the NullPointerException of a "
+        "record after the -D: apache/paimon#4247)",
+        _removed_by_a_delete, ("java.lang.NullPointerException", "java.util.concurrent.ExecutionException")),
 )
 
 
