@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .errors import FileNotFoundStorageError, InvalidArgumentError
+from .errors import FileNotFoundStorageError, InvalidArgumentError, SnapshotNotFoundError
 from .expire import entry_path_resolver
 from .faults import crash_point
 from .fs import join
@@ -218,21 +218,28 @@ def expire_changelogs(table, *, retain_min: int | None = None, retain_max: int |
 
 def _plan(table, manager: ChangelogManager, earliest: int, end: int) -> dict:
     from .branch import files_of_other_branches
-    from .expire import _metadata_files
+    from .expire import _metadata_files, _tag_still_there
 
     mio = table.manifest_io
     path_of = entry_path_resolver(table)
     others = files_of_other_branches(table)
-    keepers: list[Snapshot] = [s for s in (table.snapshot_manager.earliest(),) if s]
-    keepers += list(table.tag_manager.list_tags().values())
+    keepers: list[tuple[str | None, Snapshot]] = [(None, s) for s in (table.snapshot_manager.earliest(),) if s]
+    keepers += list(table.tag_manager.list_tags().items())
     keep_meta = set(others.metadata)
     keep_data = set(others.data)
     next_changelog = manager.try_changelog(end)
     keep_paths = changelog_files(table, next_changelog) if next_changelog is not None else set()
-    for keeper in keepers:
+    for tag_name, keeper in keepers:
         keep_meta |= set(_metadata_files(table, keeper))
-        with contextlib.suppress(FileNotFoundStorageError):
+        try:
             keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.live_entries(keeper)}
+        except (FileNotFoundStorageError, SnapshotNotFoundError):
+            # a tag deleted (with its files) since the listing protects nothing; one still there
+            # with missing files stops the expiry before it deletes anything
+            if tag_name is not None and _tag_still_there(table, tag_name, keeper):
+                raise
+            continue
+        with contextlib.suppress(FileNotFoundStorageError):  # a tag's changelog went with its snapshot
             keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.changelog_entries(keeper)}
     data, metadata, ids = [], [], []
     for cid in range(earliest, end):

@@ -119,5 +119,15 @@ class CommitOutcomeUnknownError(CommitError):
     """The snapshot may or may not have landed. Never clean up: retry with the same commit identity."""
 
 
+class MaintenanceConflictError(PaimonflowError):
+    """A concurrent maintenance operation (expiry, tag deletion) changed what this one depends
+    on; this one changed nothing. Safe to retry."""
+
+
+class TagTargetExpiringError(MaintenanceConflictError, SnapshotNotFoundError):
+    """The snapshot a new tag would hold is being expired (or is gone): the tag was not created,
+    nothing is left behind. Retry, on a newer snapshot (the default, the latest, always is)."""
+
+
 class UnsupportedError(PaimonflowError, NotImplementedError):
     """A feature of the format that this version of paimonflow does not handle."""

@@ -16,6 +16,30 @@ What goes, in this order (a crash anywhere leaves a readable table and a rerun f
 3. manifest lists, manifests, index manifests and index files of expired snapshots that neither
    snapshot ``end`` nor any tag references;
 4. the ``snapshot-N`` files, oldest first, and ``EARLIEST = end``.
+
+**Expiry beside tag operations** (a handshake, no lock that a crash could leave held):
+
+* Before it lists the tags it protects, a run publishes ``snapshot/EXPIRING-<end>-<run id>``
+  ("the files of snapshots ``< end`` may be deleted"); it removes the marker when its snapshot
+  files are gone (a crashed run's marker is removed by the next run once no snapshot is below it).
+* Tag creation (``Tags.create``, ``replace``, ``rename``) writes the tag file, *then* reads the
+  markers, *then* checks that the snapshot exists; if the snapshot is below a marker or gone (and
+  no tag that existed before held it), it deletes its tag file and raises
+  :class:`~paimonflow.core.errors.TagTargetExpiringError`.
+
+Why every interleaving is safe (storage with read-after-write and list-after-write consistency:
+local disks and S3): take a run E with end ``e`` and a tag T on snapshot ``s < e``. If E lists the
+tags after T's file was written, E protects T's files like any tag's. Otherwise E listed first, so
+E's marker was written before T's file, and T's check (after its write) reads the markers after
+it: it finds E's marker (``s < e``: T fails), or the marker is already gone, which E does only
+after deleting ``snapshot-s``, and T's existence check, made after reading the markers, finds
+``s`` gone (T fails). Concurrent runs each have their own marker, so none hides another's. A tag
+on ``s >= e`` is safe regardless: E deletes only files that no snapshot ``>= e`` needs.
+
+A tag deleted (or renamed) while a run plans is no failure: the listing is read again when a tag
+file vanished between listing and reading, and when a listed tag's manifests vanish (the tag was
+deleted, with its files), the plan is made again from a fresh listing. A tag that is gone
+protects nothing; a tag that is still there with missing files is an error (I4 is already broken).
 """
 
 from __future__ import annotations
@@ -26,7 +50,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .binary_row import deserialize_row
-from .errors import FileNotFoundStorageError, InvalidArgumentError
+from .errors import (
+    FileNotFoundStorageError,
+    InvalidArgumentError,
+    MaintenanceConflictError,
+    SnapshotNotFoundError,
+    StorageError,
+)
 from .faults import crash_point
 from .fs import join
 from .manifest import FileKind
@@ -112,19 +142,46 @@ def entry_path_resolver(table):
     return path_of
 
 
+class _TagVanished(Exception):
+    """A listed tag was deleted (with its files) while the plan read them: plan again."""
+
+
+_PLAN_ATTEMPTS = 10
+
+
 def plan_expiry(table, earliest: int, end: int, *, decoupled: bool = False) -> ExpirePlan:
     """The files an expiry of ``[earliest, end)`` deletes. ``decoupled``: the changelog outlives
     the snapshots, so what the changes need stays (changelog files and changelog manifests with a
-    changelog producer; APPEND data files and data manifests without one)."""
+    changelog producer; APPEND data files and data manifests without one).
+
+    Planned again from a fresh tag listing when a listed tag is deleted meanwhile (up to
+    ``_PLAN_ATTEMPTS`` times, then :class:`MaintenanceConflictError`: nothing was deleted)."""
+    for _ in range(_PLAN_ATTEMPTS):
+        try:
+            return _plan_expiry_once(table, earliest, end, decoupled=decoupled)
+        except _TagVanished:
+            continue
+    raise MaintenanceConflictError(f"table {table.identifier}: tags kept disappearing while expiry planned "
+                                   f"{_PLAN_ATTEMPTS} times; nothing was deleted, retry")
+
+
+def _plan_expiry_once(table, earliest: int, end: int, *, decoupled: bool) -> ExpirePlan:
     manager, mio = table.snapshot_manager, table.manifest_io
-    tags = sorted(table.tag_manager.list_tags().values(), key=lambda s: s.id)
+    listed = table.tag_manager.list_tags()
+    names = {id(t): n for n, t in listed.items()}
+    tags = sorted(listed.values(), key=lambda s: s.id)
     path_of = entry_path_resolver(table)
 
     tag_files: dict[int, set] = {}
 
     def files_of_tag(tag: Snapshot) -> set:
         if tag.id not in tag_files:
-            tag_files[tag.id] = {(e.partition, e.bucket, e.file.file_name) for e in mio.live_entries(tag)}
+            try:
+                tag_files[tag.id] = {(e.partition, e.bucket, e.file.file_name) for e in mio.live_entries(tag)}
+            except (SnapshotNotFoundError, FileNotFoundStorageError):
+                if _tag_still_there(table, names[id(tag)], tag):
+                    raise  # a tag with missing files: never plan deletions around it
+                raise _TagVanished(names[id(tag)]) from None
         return tag_files[tag.id]
 
     from .branch import files_of_other_branches
@@ -181,6 +238,16 @@ def plan_expiry(table, earliest: int, end: int, *, decoupled: bool = False) -> E
                       to_changelog=snapshot_ids if decoupled else ())
 
 
+def _tag_still_there(table, name: str, tag: Snapshot) -> bool:
+    """Whether tag ``name`` still holds the snapshot it held when listed."""
+    try:
+        now = table.tag_manager.get(name)
+    except SnapshotNotFoundError:
+        return False
+    return (now.id, now.base_manifest_list, now.delta_manifest_list) == (
+        tag.id, tag.base_manifest_list, tag.delta_manifest_list)
+
+
 def _metadata_files(table, snapshot: Snapshot) -> Iterable[str]:
     """Every metadata file ``snapshot`` references: manifest lists, manifests, the index manifest
     and index files (absolute paths); files already gone are skipped."""
@@ -234,9 +301,16 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
                                  now_millis=int(clock() * 1000))
     if end is None:
         return ExpireResult(plan=ExpirePlan(earliest=earliest, end=None), dry_run=dry_run)
-    plan = plan_expiry(table, earliest, end, decoupled=decoupled)
     if dry_run:
-        return ExpireResult(plan=plan, dry_run=True)
+        return ExpireResult(plan=plan_expiry(table, earliest, end, decoupled=decoupled), dry_run=True)
+    # the handshake with tag creation (module docstring): the marker before the tag listing
+    marker = table.snapshot_manager.begin_expiry(end)
+    try:
+        plan = plan_expiry(table, earliest, end, decoupled=decoupled)
+    except BaseException:
+        with contextlib.suppress(StorageError):  # nothing deleted yet; a marker left is harmless
+            table.file_io.delete(marker)
+        raise
     total, done = plan.file_count, 0
     for group, name in ((plan.data_files, "data"), (plan.changelog_files, "changelog"),
                         (plan.metadata_files, "metadata")):
@@ -262,6 +336,7 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
         if i == len(plan.snapshot_ids) // 2:
             crash_point("expire:snapshot-files")
     table.snapshot_manager.write_earliest_hint(end)
+    table.snapshot_manager.end_expiry(marker)  # after the snapshot files: see the module docstring
     if plan.to_changelog and changelogs.earliest_id() is not None:
         changelogs.write_hint("EARLIEST", changelogs.earliest_id())
     if progress is not None:

@@ -6,7 +6,9 @@ one place a snapshot becomes visible, through the storage's atomic create-if-abs
 
 from __future__ import annotations
 
+import contextlib
 import json
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -19,6 +21,9 @@ from .names import validate_name
 
 SNAPSHOT_PREFIX = "snapshot-"
 LATEST, EARLIEST = "LATEST", "EARLIEST"
+#: ``snapshot/EXPIRING-<end>-<run id>``: an expiry run may be deleting the files of snapshots
+#: ``< end`` (paimonflow's own marker; Paimon's readers list only ``snapshot-*`` and the hints).
+EXPIRING_PREFIX = "EXPIRING-"
 MAIN_BRANCH = "main"
 
 
@@ -320,6 +325,49 @@ class SnapshotManager:
     def write_earliest_hint(self, snapshot_id: int) -> None:
         self._write_hint(EARLIEST, snapshot_id)
 
+    # -- expiry markers (the handshake with tag creation, see ``core/expire.py``) ---------------
+
+    def begin_expiry(self, end: int) -> str:
+        """Publish that this run may delete the files of snapshots ``< end``; returns the marker's
+        path. Written before expiry lists the tags it protects, so a tag created later sees it."""
+        path = join(self.directory, f"{EXPIRING_PREFIX}{int(end)}-{uuid.uuid4().hex}")
+        self.file_io.write_bytes(path, str(int(end)).encode("ascii"))
+        return path
+
+    def expiring_markers(self) -> dict[str, int]:
+        """``{marker path: end}`` of every expiry run that has not finished (or crashed)."""
+        out = {}
+        for status in self.file_io.list_dir(self.directory):
+            name = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if name.startswith(EXPIRING_PREFIX):
+                end = name[len(EXPIRING_PREFIX):].split("-", 1)[0]
+                if end.isdigit():
+                    out[status.path.rstrip("/")] = int(end)
+        return out
+
+    def expiring_below(self) -> int | None:
+        """The highest ``end`` any unfinished expiry run published: snapshots below it may be
+        losing their files (None: no expiry is running)."""
+        return max(self.expiring_markers().values(), default=None)
+
+    def end_expiry(self, marker: str) -> None:
+        """Remove this run's marker, and those of crashed runs that no existing snapshot is below
+        any more (then "the snapshot no longer exists" stops a tag on their snapshots instead)."""
+        ids = self.list_ids()
+        lowest = ids[0] if ids else None
+        for path, end in self.expiring_markers().items():
+            if path == marker or (lowest is not None and end <= lowest):
+                with contextlib.suppress(FileNotFoundStorageError):
+                    self.file_io.delete(path)
+
+    def clear_expiring_above(self, snapshot_id: int) -> None:
+        """Forget markers of expiries past ``snapshot_id`` (a rollback to it: it is the latest
+        again and the ids after it are reused, so no expiry of them can still be wanted)."""
+        for path, end in self.expiring_markers().items():
+            if end > snapshot_id:
+                with contextlib.suppress(FileNotFoundStorageError):
+                    self.file_io.delete(path)
+
 
 class TagManager:
     """Tags (``tag/tag-<name>``): a snapshot JSON plus optional ``tagCreateTime``/``tagTimeRetained``."""
@@ -341,14 +389,19 @@ class TagManager:
         return Snapshot.from_json(data, path)
 
     def list_tags(self) -> dict[str, Snapshot]:
-        tags = {}
-        for status in self.file_io.list_dir(self.directory):
-            name = status.path.rstrip("/").rsplit("/", 1)[-1]
-            if name.startswith("tag-") and not name.startswith("."):
-                try:
-                    tags[name[4:]] = Snapshot.from_json(self.file_io.read_bytes(status.path), status.path)
-                except FileNotFoundStorageError:
-                    continue
+        """Every tag. A tag deleted between listing and reading is gone (it protects nothing);
+        the directory is then listed again, so a tag renamed meanwhile is found by its new name."""
+        for _ in range(5):
+            tags, vanished = {}, False
+            for status in self.file_io.list_dir(self.directory):
+                name = status.path.rstrip("/").rsplit("/", 1)[-1]
+                if name.startswith("tag-") and not name.startswith("."):
+                    try:
+                        tags[name[4:]] = Snapshot.from_json(self.file_io.read_bytes(status.path), status.path)
+                    except FileNotFoundStorageError:
+                        vanished = True
+            if not vanished:
+                break
         return tags
 
     def create(self, name: str, snapshot: Snapshot, *, create_time: list[int] | None = None,

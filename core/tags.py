@@ -6,6 +6,12 @@ A tag is ``tag/tag-<name>``: the snapshot's JSON, plus ``tagCreateTime`` (a Java
 time-to-live. Deleting a tag whose snapshot expired frees the files no neighbour (the previous
 tag, and the next tag or earliest snapshot) still needs. Rollback drops every snapshot and tag
 after the target; snapshot ids are then reused by the next commits.
+
+Creating, replacing and renaming a tag beside a running expiry is safe by a handshake with it
+(the argument is in ``core/expire.py``): the tag file is written first, then the expiry markers
+are read, then the snapshot's existence is checked. A tag that an expiry may have planned around
+is removed again and :class:`~paimonflow.core.errors.TagTargetExpiringError` is raised (retry on
+a newer snapshot); a tag never stays pointing at files an expiry deletes.
 """
 
 from __future__ import annotations
@@ -20,9 +26,12 @@ from .branch import files_of_other_branches
 from .errors import (
     FileNotFoundStorageError,
     InvalidArgumentError,
+    MaintenanceConflictError,
     SnapshotNotFoundError,
+    StorageError,
     TagAlreadyExistsError,
     TagNotFoundError,
+    TagTargetExpiringError,
 )
 from .expire import _metadata_files
 from .faults import crash_point
@@ -31,6 +40,10 @@ from .manifest import FileKind
 from .names import validate_name
 from .options import parse_duration_millis
 from .snapshot import Snapshot
+
+
+class _NeighbourVanished(Exception):
+    """A neighbour of a tag being deleted was expired or deleted meanwhile: look again."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,27 +88,32 @@ class Tags:
         except SnapshotNotFoundError:
             raise TagNotFoundError(f"table {self._table.identifier} has no tag {name!r}") from None
 
-    def _target(self, snapshot_id: int | None, timestamp_millis: int | None) -> Snapshot:
+    def _target(self, snapshot_id: int | None, timestamp_millis: int | None) -> tuple[Snapshot, str | None]:
+        """The snapshot to tag, and the name of the tag it was found in when it expired already
+        (that tag protects its files while it exists)."""
         manager = self._table.snapshot_manager
         if snapshot_id is not None and timestamp_millis is not None:
             raise InvalidArgumentError("give a snapshot id or a timestamp, not both")
         if timestamp_millis is not None:  # the first snapshot (or tag) committed at or after the time
-            candidates = [s for s in manager.snapshots() if s.time_millis >= timestamp_millis]
-            candidates += [t for t in self.list().values() if t.time_millis >= timestamp_millis]
+            candidates: list[tuple[Snapshot, str | None]] = [
+                (s, None) for s in manager.snapshots() if s.time_millis >= timestamp_millis]
+            candidates += [(t, n) for n, t in sorted(self.list().items()) if t.time_millis >= timestamp_millis]
             if not candidates:
                 raise SnapshotNotFoundError(f"no snapshot committed at or after {timestamp_millis}")
-            return min(candidates, key=lambda s: s.time_millis)
+            return min(candidates, key=lambda c: c[0].time_millis)
         if snapshot_id is None:
             latest = manager.latest()
             if latest is None:
                 raise SnapshotNotFoundError(f"table {self._table.identifier} has no snapshot to tag")
-            return latest
+            return latest, None
         found = manager.try_snapshot(int(snapshot_id))
-        if found is None:  # an expired snapshot another tag still holds
-            found = next((t for t in self.list().values() if t.id == int(snapshot_id)), None)
-        if found is None:
+        if found is not None:
+            return found, None
+        # an expired snapshot another tag still holds
+        held = next(((t, n) for n, t in sorted(self.list().items()) if t.id == int(snapshot_id)), None)
+        if held is None:
             raise SnapshotNotFoundError(f"table {self._table.identifier} has no snapshot {snapshot_id}")
-        return found
+        return held
 
     def _tagged(self, snapshot: Snapshot, time_retained: str | None) -> Snapshot:
         plain = replace(snapshot, tag_create_time=None, tag_time_retained=None)
@@ -107,29 +125,128 @@ class Tags:
         now = datetime.fromtimestamp(self._clock())
         return replace(plain, tag_create_time=_java_local_datetime(now), tag_time_retained=millis / 1000)
 
+    # -- the handshake with expiry (core/expire.py) ----------------------------------------------
+
+    def _protected(self, tag: Snapshot, holder: str | None) -> bool:
+        """Called after the tag file is written: no expiry can delete ``tag``'s files.
+
+        True when ``holder`` (a tag that existed before ours was written) still holds the same
+        snapshot, or when no expiry marker is above the snapshot *and then* the snapshot still
+        exists (in this order: a run removes its marker only after deleting its snapshots)."""
+        if holder is not None:
+            try:
+                held = self._manager.get(holder)
+            except SnapshotNotFoundError:
+                held = None
+            if held is not None and (held.id, held.base_manifest_list) == (tag.id, tag.base_manifest_list):
+                return True
+        below = self._table.snapshot_manager.expiring_below()
+        if below is not None and tag.id < below:
+            return False
+        return self._table.snapshot_manager.exists(tag.id)
+
+    def _refuse(self, name: str, tag: Snapshot, verb: str = "created") -> TagTargetExpiringError:
+        return TagTargetExpiringError(
+            f"table {self._table.identifier}: tag {name!r} was not {verb}: snapshot {tag.id} is being expired "
+            "or is gone; retry on a newer snapshot")
+
+    def _precheck(self, name: str, tag: Snapshot, holder: str | None, verb: str = "created") -> None:
+        """Fail early, before writing anything, when an expiry is already past the snapshot (an
+        optimisation: the check after writing is what makes it safe)."""
+        below = self._table.snapshot_manager.expiring_below()
+        if holder is None and below is not None and tag.id < below:
+            raise self._refuse(name, tag, verb)
+
+    def _verify_or_remove(self, name: str, path: str, tag: Snapshot, holder: str | None) -> None:
+        """After writing ``path``: keep it if it is protected, else delete it and raise. If the
+        check itself fails, the unverified tag is deleted too (best effort) and the error raised."""
+        try:
+            ok = self._protected(tag, holder)
+        except BaseException:
+            with contextlib.suppress(StorageError):
+                self._table.file_io.delete(path)
+            raise
+        if not ok:
+            with contextlib.suppress(FileNotFoundStorageError):
+                self._table.file_io.delete(path)
+            raise self._refuse(name, tag)
+
+    def _files_exist(self, tag: Snapshot) -> bool:
+        """Every file ``tag`` references exists (its manifests, then its data files)."""
+        table, io = self._table, self._table.file_io
+        try:
+            entries = table.manifest_io.live_entries(tag)
+        except (SnapshotNotFoundError, FileNotFoundStorageError):
+            return False
+        from .expire import entry_path_resolver
+
+        path_of = entry_path_resolver(table)
+        return all(io.exists(p) for p in _metadata_files(table, tag)) and all(io.exists(path_of(e)) for e in entries)
+
+    # -- the verbs ---------------------------------------------------------------------------------
+
     def create(self, name: str, *, snapshot_id: int | None = None, timestamp_millis: int | None = None,
                time_retained: str | None = None, ignore_if_exists: bool = False) -> Snapshot:
-        """Tag a snapshot (default: the latest; or the first committed at or after a time)."""
+        """Tag a snapshot (default: the latest; or the first committed at or after a time).
+
+        Raises :class:`TagTargetExpiringError` (nothing created) when an expiry running at the same
+        time is deleting the snapshot; tagging the latest snapshot again then succeeds."""
         validate_name("tag", name)
-        tagged = self._tagged(self._target(snapshot_id, timestamp_millis), time_retained)
-        if not self._table.file_io.create_if_absent(self._manager.tag_path(name), tagged.to_json()):
+        target, holder = self._target(snapshot_id, timestamp_millis)
+        tagged = self._tagged(target, time_retained)
+        self._precheck(name, tagged, holder)
+        path = self._manager.tag_path(name)
+        if not self._table.file_io.create_if_absent(path, tagged.to_json()):
             if ignore_if_exists:
                 return self.get(name)
             raise TagAlreadyExistsError(f"tag {name!r} already exists")
+        crash_point("create-tag:after-tag-file")
+        self._verify_or_remove(name, path, tagged, holder)
         return tagged
 
     def replace(self, name: str, *, snapshot_id: int | None = None, time_retained: str | None = None) -> Snapshot:
-        """Point an existing tag at another snapshot."""
+        """Point an existing tag at another snapshot.
+
+        If an expiry is deleting the new snapshot, the tag goes back to its old snapshot and
+        :class:`TagTargetExpiringError` is raised; if the old snapshot's files cannot be proven
+        whole either (an expiry may have planned while the tag pointed elsewhere), the tag is
+        deleted rather than left pointing at missing files, and the error says so."""
         self.get(name)
-        tagged = self._tagged(self._target(snapshot_id, None), time_retained)
-        self._table.file_io.write_bytes(self._manager.tag_path(name), tagged.to_json())
-        return tagged
+        path = self._manager.tag_path(name)
+        try:
+            old_bytes = self._table.file_io.read_bytes(path)
+        except FileNotFoundStorageError:
+            raise TagNotFoundError(f"table {self._table.identifier} has no tag {name!r}") from None
+        old = Snapshot.from_json(old_bytes, path)
+        target, holder = self._target(snapshot_id, None)
+        tagged = self._tagged(target, time_retained)
+        self._precheck(name, tagged, holder, "replaced (it still holds its old snapshot)")
+        self._table.file_io.write_bytes(path, tagged.to_json())
+        try:
+            ok = self._protected(tagged, holder)
+        except StorageError:
+            ok = False
+        if ok:
+            return tagged
+        self._table.file_io.write_bytes(path, old_bytes)  # back to the old snapshot, then prove it whole
+        if self._protected(old, None) or (self._table.snapshot_manager.expiring_below() is None
+                                          and self._files_exist(old)):
+            raise self._refuse(name, tagged, "replaced (it still holds its old snapshot)")
+        with contextlib.suppress(FileNotFoundStorageError):
+            self._table.file_io.delete(path)
+        raise TagTargetExpiringError(
+            f"table {self._table.identifier}: tag {name!r} was not replaced and was removed: snapshot "
+            f"{tagged.id} is being expired, and the files of its old snapshot {old.id} may be too")
 
     def rename(self, old: str, new: str) -> None:
+        """Rename a tag: the new tag file first, then the old one goes (every expiry sees one of
+        them; the old tag protects the new one while it exists)."""
         tag = self.get(old)
         validate_name("tag", new)
-        if not self._table.file_io.create_if_absent(self._manager.tag_path(new), tag.to_json()):
+        path = self._manager.tag_path(new)
+        if not self._table.file_io.create_if_absent(path, tag.to_json()):
             raise TagAlreadyExistsError(f"tag {new!r} already exists")
+        self._verify_or_remove(new, path, tag, old)
         self._table.file_io.delete(self._manager.tag_path(old))
 
     def delete(self, name: str, *, dry_run: bool = False) -> TagDeletion:
@@ -140,6 +257,14 @@ class Tags:
             # the tag file first: a crash then leaves only orphans, never a tag with missing files
             self._table.file_io.delete(self._manager.tag_path(name))
             crash_point("delete-tag:after-tag-file")
+            if freed:  # then look again: a tag created meanwhile from this one keeps what it needs
+                # (its creator checks that this tag still exists after writing its own: one of
+                # the two sees the other)
+                try:
+                    again = set(self._unneeded_files(name, tag))
+                except (SnapshotNotFoundError, FileNotFoundStorageError):
+                    again = set()  # another deletion of this tag took its files: nothing is left to free
+                freed = [p for p in freed if p in again]
             for i, path in enumerate(freed):
                 with contextlib.suppress(FileNotFoundStorageError):
                     self._table.file_io.delete(path)
@@ -148,20 +273,46 @@ class Tags:
         return TagDeletion(name=name, snapshot_id=tag.id, freed_files=tuple(freed), dry_run=dry_run)
 
     def _unneeded_files(self, name: str, tag: Snapshot) -> list[str]:
+        """The files of ``tag`` no neighbour needs. A neighbour that an expiry or a tag deletion
+        removes meanwhile (with its files) is looked up again (at most 10 times, backing off, then
+        :class:`MaintenanceConflictError`); a neighbour still there with missing files raises."""
+        for attempt in range(10):
+            try:
+                return self._unneeded_files_once(name, tag)
+            except _NeighbourVanished:
+                time.sleep(0.02 * attempt)  # let the expiry that takes the neighbour finish
+        raise MaintenanceConflictError(f"table {self._table.identifier}: the neighbours of tag {name!r} kept "
+                                       "disappearing; nothing was deleted, retry")
+
+    def _unneeded_files_once(self, name: str, tag: Snapshot) -> list[str]:
         table = self._table
         manager = table.snapshot_manager
-        others = {n: t for n, t in self.list().items() if n != name}
-        if manager.exists(tag.id) or any(t.id == tag.id for t in others.values()):
+        listed = {n: t for n, t in self.list().items() if n != name}
+        if manager.exists(tag.id) or any(t.id == tag.id for t in listed.values()):
             return []
-        before = max((t for t in others.values() if t.id < tag.id), key=lambda t: t.id, default=None)
-        after_tag = min((t for t in others.values() if t.id > tag.id), key=lambda t: t.id, default=None)
+        before = max(((n, t) for n, t in listed.items() if t.id < tag.id), key=lambda c: c[1].id, default=None)
+        after_tag = min(((n, t) for n, t in listed.items() if t.id > tag.id), key=lambda c: c[1].id, default=None)
         earliest = manager.earliest()
-        after = earliest if earliest is not None and (after_tag is None or earliest.id < after_tag.id) else after_tag
-        neighbours = [s for s in (before, after) if s is not None]
+        after = ((None, earliest) if earliest is not None and (after_tag is None or earliest.id < after_tag[1].id)
+                 else after_tag)
+        neighbours = [c for c in (before, after) if c is not None]
         others = files_of_other_branches(table)  # other branches may share these files
         keep_data, keep_meta = set(others.data), set(others.metadata)
-        for s in neighbours:
-            keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in table.manifest_io.live_entries(s)}
+        for neighbour_name, s in neighbours:
+            try:
+                entries = table.manifest_io.live_entries(s)
+            except (SnapshotNotFoundError, FileNotFoundStorageError):
+                from .expire import _tag_still_there
+
+                if neighbour_name is not None:
+                    still = _tag_still_there(table, neighbour_name, s)
+                else:  # the earliest snapshot: being expired if a running expiry is past it
+                    below = manager.expiring_below()
+                    still = manager.exists(s.id) and (below is None or s.id >= below)
+                if still:
+                    raise
+                raise _NeighbourVanished() from None
+            keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in entries}
             keep_meta |= set(_metadata_files(table, s))
         out = []
         partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
@@ -275,6 +426,7 @@ def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
         with contextlib.suppress(FileNotFoundStorageError):
             table.file_io.delete(manager.path(sid))
     manager._write_hint("LATEST", target.id)
+    manager.clear_expiring_above(target.id)  # the target may be tagged again (the ids after it are reused)
     if (manager.earliest_id() or target.id) > target.id:
         manager.write_earliest_hint(target.id)
     unique = list(dict.fromkeys(doomed))

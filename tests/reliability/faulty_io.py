@@ -18,6 +18,9 @@ A :class:`FaultPlan` decides, per operation, what happens:
 * ``kill-before`` / ``kill-after``: SIGKILL this process before or after the operation (a crash
   at exactly that step).
 
+A plan's ``hook`` sees every operation just before it runs: tests use it to put another actor's
+step at an exact point of an operation (a deterministic interleaving, no storage mock).
+
 Plans are seeded or deterministic, so every failure is reproducible from its printed plan.
 """
 
@@ -72,6 +75,9 @@ class FaultPlan:
     seed: int = 0
     max_faults: int = 0
     only_kinds: tuple[str, ...] = (READ, WRITE)
+    #: called with every operation before it runs (and before any fault): a deterministic
+    #: interleaving point, e.g. another process's tag deletion between two steps of an expiry
+    hook: Callable[[Operation], None] | None = None
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -112,6 +118,8 @@ class FaultyFileIO:
             fault = self.plan.fault_for(op, len(self.faults))
             if fault is not None:
                 self.faults.append((op, fault))
+        if self.plan.hook is not None:
+            self.plan.hook(op)
         if fault == "kill-before":
             os.kill(os.getpid(), signal.SIGKILL)
         if fault == "before":
