@@ -65,8 +65,10 @@ class JavaPeer:
             cwd=self._workdir)
         self._lock = threading.Lock()
         self._ops: list[dict[str, Any]] = []
-        self._reads: list[tuple[int, Path]] = []
+        self._reads: list[Path] = []
         self._n = 0
+        #: the results of the last :meth:`run`, one per operation (e.g. a write's ``snapshot_id``)
+        self.last_results: list[dict[str, Any]] = []
 
     def close(self) -> None:
         if self._proc.poll() is None:
@@ -124,14 +126,14 @@ class JavaPeer:
         """Queue a batch read; :meth:`run` returns its rows (with ``_row_kind``) at this position."""
         out = self._path("out")
         self._op("read", warehouse, identifier, out=str(out), snapshot_id=snapshot_id, tag=tag, options=options)
-        self._reads.append((len(self._ops) - 1, out))
+        self._reads.append(out)
         return len(self._reads) - 1
 
     def stream(self, warehouse, identifier: str, *, options=None) -> int:
         """Queue a streaming read from its start options up to the latest snapshot."""
         out = self._path("stream")
         self._op("stream", warehouse, identifier, out=str(out), options=options)
-        self._reads.append((len(self._ops) - 1, out))
+        self._reads.append(out)
         return len(self._reads) - 1
 
     def create_tag(self, warehouse, identifier: str, tag: str, *, snapshot_id=None) -> None:
@@ -156,10 +158,9 @@ class JavaPeer:
         self._ops, self._reads = [], []
         results = self.call(ops)
         tables = []
-        for index, path in reads:
+        for path in reads:
             with pa.OSFile(str(path), "rb") as f:
                 tables.append(pa.ipc.open_stream(f).read_all())
-            del index
         self.last_results = results
         return tables
 

@@ -290,8 +290,7 @@ public final class PaimonPeer {
         return builder;
     }
 
-    private static void commit(StreamWriteBuilder builder, TableWriteImpl<?> write, ObjectNode result)
-            throws Exception {
+    private static void commit(StreamWriteBuilder builder, TableWriteImpl<?> write) throws Exception {
         long identifier = nextIdentifier++;
         List<CommitMessage> messages = write.prepareCommit(true, identifier);
         try (StreamTableCommit commit = builder.newCommit()) {
@@ -324,7 +323,7 @@ public final class PaimonPeer {
                     }
                 }
             }
-            commit(builder, write, result);
+            commit(builder, write);
         }
         result.put("rows", rows);
         result.put("snapshot_id", table.snapshotManager().latestSnapshotId());
@@ -344,7 +343,7 @@ public final class PaimonPeer {
             for (Map.Entry<BinaryRow, Integer> b : buckets) {
                 write.compact(b.getKey(), b.getValue(), full);
             }
-            commit(builder, write, result);
+            commit(builder, write);
         }
         result.put("buckets", buckets.size());
     }
