@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from .errors import (
@@ -32,6 +32,7 @@ from .errors import (
     FileNotFoundStorageError,
     InvalidArgumentError,
     InvalidNameError,
+    MaintenanceConflictError,
     SnapshotNotFoundError,
 )
 from .faults import crash_point
@@ -154,7 +155,9 @@ class BranchManager:
             raise BranchAlreadyExistsError(f"branch {name!r} already exists and was not created from {origin}")
         main_schemas = self._schemas(MAIN_BRANCH)
         if tagged is not None:
-            snapshot = replace(tagged, tag_create_time=None, tag_time_retained=None)
+            from .expire import restored_from_tag
+
+            snapshot = restored_from_tag(source, tagged)
             top_schema = snapshot.schema_id
             self._io.write_bytes(TagManager(self._io, self._path, name).tag_path(tag), tagged.to_json())
             branch_snapshots = SnapshotManager(self._io, self._path, name)
@@ -171,7 +174,26 @@ class BranchManager:
         for schema_id in sorted((i for i in main_schemas.list_ids() if i <= top_schema), reverse=True):
             if not self._io.exists(target.path(schema_id)):
                 self._io.create_if_absent(target.path(schema_id), self._io.read_bytes(main_schemas.path(schema_id)))
+        if tagged is not None:
+            self._verify_source(name, source, tag, tagged)
         return open_branch(self._table, name)
+
+    def _verify_source(self, name: str, source, tag: str, tagged: Snapshot) -> None:
+        """After the branch is visible: its tag must still be there, and no rollback of main may be
+        removing it. A tag deletion or rollback that listed the branches before it appeared may
+        free the tag's files; either it sees the branch, or this check sees the tag gone or the
+        rollback's marker (each writes before it reads), and the branch is deleted again."""
+        try:
+            now = source.tag_manager.get(tag)
+        except SnapshotNotFoundError:
+            now = None
+        rolling = source.snapshot_manager.rolling_back_to()
+        if now is not None and now.id == tagged.id and (rolling is None or tagged.id <= rolling):
+            return
+        with contextlib.suppress(FileNotFoundStorageError, BranchNotFoundError):
+            self.delete(name)
+        raise MaintenanceConflictError(
+            f"branch {name!r} was not created: tag {tag!r} was deleted, changed or rolled back meanwhile")
 
     def _same_source(self, name: str, tagged: Snapshot | None) -> bool:
         """Whether existing branch ``name`` looks like (a possibly interrupted) creation from ``tagged``."""
@@ -219,14 +241,46 @@ class BranchManager:
             raise InvalidArgumentError(f"cannot fast-forward from branch {name!r} itself; open the main branch")
         if not self.exists(name):
             raise BranchNotFoundError(f"branch {name!r} does not exist")
-        branch_snapshots = SnapshotManager(self._io, self._path, name)
-        earliest = branch_snapshots.earliest()
+        earliest = SnapshotManager(self._io, self._path, name).earliest()
         if earliest is None:
             raise SnapshotNotFoundError(f"cannot fast-forward to branch {name!r}: it has no snapshot")
         main_snapshots = SnapshotManager(self._io, self._path, MAIN_BRANCH)
         main_tags = TagManager(self._io, self._path, MAIN_BRANCH)
         main_schemas, branch_schemas = self._schemas(MAIN_BRANCH), self._schemas(name)
-        removed = [sid for sid in main_snapshots.list_ids() if sid >= earliest.id]
+        # main is rolled back to before the branch: the rollback handshake (core/tags.py) keeps
+        # expiry, tag and branch creation off what goes; the branch is read whole before anything
+        # of main changes, so a deletion of the branch meanwhile fails this run with main intact
+        target = earliest.id - 1
+        main_snapshots.claim_rollback(target, f"fast-forward of main to branch {name!r} refused")
+        try:
+            done = self._fast_forward(name, earliest, main_snapshots, main_tags, main_schemas, branch_schemas)
+        except InvalidArgumentError:
+            main_snapshots.end_rollback(target)
+            raise
+        except (FileNotFoundStorageError, SnapshotNotFoundError) as exc:
+            main_snapshots.end_rollback(target)
+            raise BranchNotFoundError(f"branch {name!r} changed or was deleted during the fast-forward; "
+                                      f"main is unchanged or was rolled back to snapshot {target}: {exc}") from exc
+        main_snapshots.end_rollback(target)
+        return done
+
+    def _fast_forward(self, name: str, earliest: Snapshot, main_snapshots, main_tags, main_schemas,
+                      branch_schemas) -> FastForward:
+        branch_snapshots = SnapshotManager(self._io, self._path, name)
+        snapshot_bytes = {sid: self._io.read_bytes(branch_snapshots.path(sid)) for sid in branch_snapshots.list_ids()}
+        branch_tags = TagManager(self._io, self._path, name).list_tags()
+        branch_schema_ids = branch_schemas.list_ids()
+        schema_bytes = {i: self._io.read_bytes(branch_schemas.path(i)) for i in branch_schema_ids
+                        if i >= earliest.schema_id}
+        if min(snapshot_bytes, default=None) != earliest.id:
+            raise SnapshotNotFoundError(f"branch {name!r} lost snapshot {earliest.id}")
+        main_ids = main_snapshots.list_ids()
+        if main_ids and main_ids[-1] < earliest.id - 1:
+            raise InvalidArgumentError(
+                f"cannot fast-forward to branch {name!r}: it starts at snapshot {earliest.id}, but main ends at "
+                f"snapshot {main_ids[-1]} (main was rolled back below the branch's start); main's snapshot ids "
+                "would have a gap")
+        removed = [sid for sid in main_ids if sid >= earliest.id]
         removed_tags = sorted(n for n, t in main_tags.list_tags().items() if t.id >= earliest.id)
         with contextlib.suppress(FileNotFoundStorageError):
             self._io.delete(join(main_snapshots.directory, "LATEST"))
@@ -237,19 +291,16 @@ class BranchManager:
         for tag in removed_tags:
             with contextlib.suppress(FileNotFoundStorageError):
                 self._io.delete(main_tags.tag_path(tag))
-        branch_schema_ids = branch_schemas.list_ids()
-        for schema_id in branch_schema_ids:
-            if schema_id >= earliest.schema_id:
-                self._io.write_bytes(main_schemas.path(schema_id), self._io.read_bytes(branch_schemas.path(schema_id)))
+        for schema_id, data in sorted(schema_bytes.items()):
+            self._io.write_bytes(main_schemas.path(schema_id), data)
         for schema_id in main_schemas.list_ids():
             if schema_id > earliest.schema_id and schema_id not in branch_schema_ids:
                 self._io.delete(main_schemas.path(schema_id))
         copied = []
-        for sid in branch_snapshots.list_ids():
-            self._io.write_bytes(main_snapshots.path(sid), self._io.read_bytes(branch_snapshots.path(sid)))
+        for sid, data in sorted(snapshot_bytes.items()):
+            self._io.write_bytes(main_snapshots.path(sid), data)
             copied.append(sid)
             crash_point("fast-forward:copying-snapshots")
-        branch_tags = TagManager(self._io, self._path, name).list_tags()
         for tag, snapshot in sorted(branch_tags.items()):
             self._io.write_bytes(main_tags.tag_path(tag), snapshot.to_json())
         if copied:

@@ -24,6 +24,7 @@ from .errors import (
     CommitConflictError,
     CommitOutcomeUnknownError,
     CommitRetriesExhaustedError,
+    InvalidArgumentError,
     PaimonflowError,
     SchemaError,
     UnsupportedError,
@@ -80,6 +81,9 @@ class OverwriteSpec:
 
     static: Mapping[str, object] = field(default_factory=dict)
     dynamic: bool = False
+    #: drop these partitions (specs as ``static``) in one snapshot, adding nothing (Paimon's
+    #: ``dropPartitions``); takes precedence over ``static`` and ``dynamic``
+    drop: tuple[Mapping[str, object], ...] = ()
 
 
 class TableCommit:
@@ -400,7 +404,21 @@ class TableCommit:
     def _overwrite_deletes(self, base: list[ManifestEntry], adds: list[ManifestEntry],
                            spec: OverwriteSpec) -> list[ManifestEntry]:
         keys = list(self._schema.partition_keys)
-        if spec.dynamic and keys:
+        if spec.drop:
+            if adds:
+                raise InvalidArgumentError("dropping partitions adds no files")
+            wanted = []
+            for one in spec.drop:
+                unknown = [k for k in one if k not in keys]
+                if unknown:
+                    raise SchemaError(f"partition spec names non-partition columns {unknown}")
+                wanted.append([(keys.index(k), v) for k, v in one.items()])
+            chosen = []
+            for e in base:
+                values = deserialize_row(e.partition, self._partition_types)
+                if any(all(_same_partition_value(values[i], v) for i, v in positions) for positions in wanted):
+                    chosen.append(e)
+        elif spec.dynamic and keys:
             targets = {e.partition for e in adds}
             chosen = [e for e in base if e.partition in targets]
         elif spec.static:

@@ -47,7 +47,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .binary_row import deserialize_row
 from .errors import (
@@ -140,6 +140,26 @@ def entry_path_resolver(table):
         return entry.file.external_path or join(directory, entry.file.file_name)
 
     return path_of
+
+
+def restored_from_tag(table, tag: Snapshot) -> Snapshot:
+    """The snapshot a tag brings back (a rollback to it, a branch created from it): without the
+    tag's fields, and without its changelog unless every changelog file is still there. A tag
+    does not keep its changelog (it went with the snapshot's expiry, as in Paimon), and a restored
+    snapshot must never name files that are gone."""
+    plain = replace(tag, tag_create_time=None, tag_time_retained=None)
+    if not plain.changelog_manifest_list:
+        return plain
+    io = table.file_io
+    try:
+        entries = table.manifest_io.changelog_entries(plain)
+        path_of = entry_path_resolver(table)
+        whole = all(io.exists(path_of(e)) for e in entries)
+    except FileNotFoundStorageError:
+        whole = False
+    if whole:
+        return plain
+    return replace(plain, changelog_manifest_list=None, changelog_manifest_list_size=None, changelog_record_count=None)
 
 
 class _TagVanished(Exception):
@@ -300,6 +320,8 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
                                  time_retained_millis=time_retained, max_deletes=limit,
                                  now_millis=int(clock() * 1000))
     if end is None:
+        if not dry_run:  # a crashed run that had deleted its snapshots left only its marker
+            table.snapshot_manager.end_expiry(None)
         return ExpireResult(plan=ExpirePlan(earliest=earliest, end=None), dry_run=dry_run)
     if dry_run:
         return ExpireResult(plan=plan_expiry(table, earliest, end, decoupled=decoupled), dry_run=True)
@@ -307,6 +329,11 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
     marker = table.snapshot_manager.begin_expiry(end)
     try:
         plan = plan_expiry(table, earliest, end, decoupled=decoupled)
+        rolling = table.snapshot_manager.rolling_back_to()  # after the marker: see core/tags.py
+        if rolling is not None and rolling < end:
+            raise MaintenanceConflictError(
+                f"table {table.identifier}: expiry of the snapshots below {end} refused: a rollback to snapshot "
+                f"{rolling} is running (or was interrupted: run it again); retry when it is done")
     except BaseException:
         with contextlib.suppress(StorageError):  # nothing deleted yet; a marker left is harmless
             table.file_io.delete(marker)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -24,6 +25,10 @@ LATEST, EARLIEST = "LATEST", "EARLIEST"
 #: ``snapshot/EXPIRING-<end>-<run id>``: an expiry run may be deleting the files of snapshots
 #: ``< end`` (paimonflow's own marker; Paimon's readers list only ``snapshot-*`` and the hints).
 EXPIRING_PREFIX = "EXPIRING-"
+#: ``snapshot/ROLLBACK-<target>-<run id>``: a rollback (or a fast-forward) to ``target`` may be
+#: deleting the snapshots, tags and files after it; it holds its marker at most for the lease.
+ROLLBACK_PREFIX = "ROLLBACK-"
+ROLLBACK_LEASE_MILLIS = 3_600_000
 MAIN_BRANCH = "main"
 
 
@@ -231,7 +236,7 @@ class SnapshotManager:
 
     def earliest_id(self) -> int | None:
         hint = self._read_hint(EARLIEST)
-        if hint is not None and self.exists(hint):
+        if hint is not None and self.exists(hint) and not self.exists(hint - 1):
             return hint
         ids = self.list_ids()
         return ids[0] if ids else None
@@ -350,7 +355,7 @@ class SnapshotManager:
         losing their files (None: no expiry is running)."""
         return max(self.expiring_markers().values(), default=None)
 
-    def end_expiry(self, marker: str) -> None:
+    def end_expiry(self, marker: str | None) -> None:
         """Remove this run's marker, and those of crashed runs that no existing snapshot is below
         any more (then "the snapshot no longer exists" stops a tag on their snapshots instead)."""
         ids = self.list_ids()
@@ -360,11 +365,73 @@ class SnapshotManager:
                 with contextlib.suppress(FileNotFoundStorageError):
                     self.file_io.delete(path)
 
-    def clear_expiring_above(self, snapshot_id: int) -> None:
-        """Forget markers of expiries past ``snapshot_id`` (a rollback to it: it is the latest
-        again and the ids after it are reused, so no expiry of them can still be wanted)."""
-        for path, end in self.expiring_markers().items():
-            if end > snapshot_id:
+    # -- rollback markers (the handshake of rollback and fast-forward, see ``core/tags.py``) ----
+
+    def begin_rollback(self, target: int, now_millis: int | None = None) -> str:
+        """Publish that this run may delete what comes after snapshot ``target``; returns the
+        marker's path. Written before the run checks for expiries and lists tags and branches."""
+        started = int(time.time() * 1000) if now_millis is None else int(now_millis)
+        path = join(self.directory, f"{ROLLBACK_PREFIX}{int(target)}-{uuid.uuid4().hex}")
+        self.file_io.write_bytes(path, json.dumps({"target": int(target), "started": started}).encode())
+        return path
+
+    def rollback_markers(self, now_millis: int | None = None) -> dict[str, int]:
+        """``{marker path: target}`` of every rollback that has not finished within its lease. A
+        marker past the lease (its run crashed long ago) is ignored; one that vanishes is done."""
+        now = int(time.time() * 1000) if now_millis is None else int(now_millis)
+        out = {}
+        for status in self.file_io.list_dir(self.directory):
+            name = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if not name.startswith(ROLLBACK_PREFIX):
+                continue
+            path = status.path.rstrip("/")
+            try:
+                marker = json.loads(self.file_io.read_bytes(path))
+                target, started = int(marker["target"]), int(marker["started"])
+            except FileNotFoundStorageError:
+                continue
+            except (ValueError, KeyError, TypeError):  # torn by a crash while written: its run is over
+                continue
+            if now - started <= ROLLBACK_LEASE_MILLIS:
+                out[path] = target
+        return out
+
+    def rolling_back_to(self) -> int | None:
+        """The lowest target of a running rollback: snapshots above it may be losing their files
+        (None: no rollback is running)."""
+        return min(self.rollback_markers().values(), default=None)
+
+    def claim_rollback(self, target: int, what: str) -> str:
+        """The rollback side of the handshake: publish the marker, *then* refuse (removing it) if
+        an expiry may be deleting snapshots at or below ``target``, or a rollback to another
+        target is running. Returns the marker's path (release it with :meth:`end_rollback`)."""
+        from .errors import MaintenanceConflictError
+
+        marker = self.begin_rollback(target)
+        try:
+            below = self.expiring_below()
+            if below is not None and below > target:
+                raise MaintenanceConflictError(
+                    f"{what}: an expiry of the snapshots below {below} is running (or was interrupted: run "
+                    "expire_snapshots again); retry when it is done")
+            others = sorted(t for path, t in self.rollback_markers().items() if path != marker and t != target)
+            if others:
+                raise MaintenanceConflictError(
+                    f"{what}: a rollback to snapshot {others[0]} is running (or was interrupted less than "
+                    f"{ROLLBACK_LEASE_MILLIS // 60_000} minutes ago: run it again); retry when it is done")
+        except BaseException:
+            with contextlib.suppress(StorageError):
+                self.file_io.delete(marker)
+            raise
+        return marker
+
+    def end_rollback(self, target: int) -> None:
+        """Remove the markers of rollbacks to ``target`` (this run's, and a crashed run's that this
+        one has just completed), and torn or expired ones."""
+        live = self.rollback_markers()
+        for status in self.file_io.list_dir(self.directory):
+            path = status.path.rstrip("/")
+            if path.rsplit("/", 1)[-1].startswith(ROLLBACK_PREFIX) and live.get(path, target) == target:
                 with contextlib.suppress(FileNotFoundStorageError):
                     self.file_io.delete(path)
 

@@ -269,13 +269,11 @@ class Table:
         return self.new_commit(commit_user).commit([], overwrite=OverwriteSpec())
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, object]], *, commit_user: str | None = None) -> CommitResult:
-        """Delete whole partitions (one OVERWRITE snapshot per partition spec given)."""
-        result = None
-        for spec in partitions:
-            result = self.new_commit(commit_user).commit([], overwrite=OverwriteSpec(static=dict(spec)))
-        if result is None:
+        """Delete whole partitions in one OVERWRITE snapshot (Paimon's ``dropPartitions``)."""
+        if not partitions:
             raise InvalidArgumentError("no partitions given")
-        return result
+        return self.new_commit(commit_user).commit(
+            [], overwrite=OverwriteSpec(drop=tuple(dict(spec) for spec in partitions)))
 
     def compact(self, *, full: bool = True, partitions: Sequence[Mapping[str, object]] | None = None,
                 buckets: Sequence[int] | None = None, commit_user: str | None = None,

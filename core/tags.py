@@ -33,7 +33,7 @@ from .errors import (
     TagNotFoundError,
     TagTargetExpiringError,
 )
-from .expire import _metadata_files
+from .expire import _metadata_files, restored_from_tag
 from .faults import crash_point
 from .fs import join
 from .manifest import FileKind
@@ -130,9 +130,14 @@ class Tags:
     def _protected(self, tag: Snapshot, holder: str | None) -> bool:
         """Called after the tag file is written: no expiry can delete ``tag``'s files.
 
-        True when ``holder`` (a tag that existed before ours was written) still holds the same
-        snapshot, or when no expiry marker is above the snapshot *and then* the snapshot still
-        exists (in this order: a run removes its marker only after deleting its snapshots)."""
+        False when a rollback to a snapshot below the tag's is running (it may have listed the tags
+        before ours was written). Otherwise true when ``holder`` (a tag that existed before ours
+        was written) still holds the same snapshot, or when no expiry marker is above the snapshot
+        *and then* the snapshot still exists (in this order: a run removes its marker only after
+        deleting its snapshots)."""
+        rolling = self._table.snapshot_manager.rolling_back_to()
+        if rolling is not None and tag.id > rolling:  # a rollback may remove it: first, holder or not
+            return False
         if holder is not None:
             try:
                 held = self._manager.get(holder)
@@ -148,7 +153,7 @@ class Tags:
     def _refuse(self, name: str, tag: Snapshot, verb: str = "created") -> TagTargetExpiringError:
         return TagTargetExpiringError(
             f"table {self._table.identifier}: tag {name!r} was not {verb}: snapshot {tag.id} is being expired "
-            "or is gone; retry on a newer snapshot")
+            "or rolled back, or is gone; retry on a newer snapshot")
 
     def _precheck(self, name: str, tag: Snapshot, holder: str | None, verb: str = "created") -> None:
         """Fail early, before writing anything, when an expiry is already past the snapshot (an
@@ -325,6 +330,16 @@ class Tags:
                 out.append(e.file.external_path or join(
                     bucket_directory(table.path, table.schema, table.options, values, e.bucket), e.file.file_name))
         out += [p for p in _metadata_files(table, tag) if p not in keep_meta]
+        if out:  # long-lived changelogs (changelog/changelog-N) keep what they reference
+            from .changelog import ChangelogManager, changelog_files
+
+            changelogs = ChangelogManager(table.file_io, table.path, table.branch)
+            kept: set[str] = set()
+            for cid in changelogs.list_ids():
+                changelog = changelogs.try_changelog(cid)
+                if changelog is not None:
+                    kept |= changelog_files(table, changelog)
+            out = [p for p in out if p not in kept]
         return out
 
     def expire(self, *, older_than_millis: int | None = None, dry_run: bool = False) -> list[str]:
@@ -370,15 +385,36 @@ def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
         raise InvalidArgumentError("give exactly one of snapshot_id, tag and timestamp_millis")
     if tag is not None:
         target = Tags(table).get(tag)
-        if not manager.exists(target.id):
-            plain = replace(target, tag_create_time=None, tag_time_retained=None)
-            table.file_io.write_bytes(manager.path(target.id), plain.to_json())
     elif timestamp_millis is not None:
         target = manager.snapshot_at_or_before_time(int(timestamp_millis))
         if target is None:
             raise SnapshotNotFoundError(f"no snapshot at or before {timestamp_millis}")
     else:
         target = manager.snapshot(int(snapshot_id))
+    # the handshake with expiry, tag creation and branch creation: the marker first, then the
+    # checks, then the target once more (an expiry that finished before the marker took it)
+    what = f"table {table.identifier}: rollback to snapshot {target.id} refused"
+    manager.claim_rollback(target.id, what)
+    try:
+        if tag is not None:
+            again = Tags(table).get(tag)
+            if again.id != target.id:
+                raise MaintenanceConflictError(f"{what}: tag {tag!r} was changed meanwhile; retry")
+            if not manager.exists(target.id):
+                plain = restored_from_tag(table, target)
+                table.file_io.write_bytes(manager.path(target.id), plain.to_json())
+        else:
+            manager.snapshot(target.id)
+        done = _rollback_to(table, target)
+    except SnapshotNotFoundError:  # the target went before the marker: nothing was deleted
+        manager.end_rollback(target.id)
+        raise
+    manager.end_rollback(target.id)
+    return done
+
+
+def _rollback_to(table, target: Snapshot) -> Rollback:
+    manager = table.snapshot_manager
     later = [sid for sid in manager.list_ids() if sid > target.id]
     tags = Tags(table)
     later_tags = sorted(n for n, t in tags.list().items() if t.id > target.id)
@@ -417,8 +453,9 @@ def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
                 for e in mio._files.read(m.file_name):
                     if e.kind is FileKind.ADD and (e.partition, e.bucket, e.file.file_name) not in keep_data:
                         doomed.append(path_of(e))
-        with contextlib.suppress(FileNotFoundStorageError):
-            doomed += [path_of(e) for e in mio.changelog_entries(snap)]
+        with contextlib.suppress(FileNotFoundStorageError):  # a branch made from it may share them
+            doomed += [path_of(e) for e in mio.changelog_entries(snap)
+                       if (e.partition, e.bucket, e.file.file_name) not in keep_data]
         doomed += [p for p in _metadata_files(table, snap) if p not in keep_meta]
     for name in later_tags:
         table.file_io.delete(table.tag_manager.tag_path(name))
@@ -426,9 +463,8 @@ def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
         with contextlib.suppress(FileNotFoundStorageError):
             table.file_io.delete(manager.path(sid))
     manager._write_hint("LATEST", target.id)
-    manager.clear_expiring_above(target.id)  # the target may be tagged again (the ids after it are reused)
-    if (manager.earliest_id() or target.id) > target.id:
-        manager.write_earliest_hint(target.id)
+    remaining = manager.list_ids()  # the target may be below EARLIEST (brought back from a tag)
+    manager.write_earliest_hint(remaining[0] if remaining else target.id)
     unique = list(dict.fromkeys(doomed))
     for path in unique:
         with contextlib.suppress(FileNotFoundStorageError):

@@ -5,22 +5,82 @@ templated fields (table, tag name, branch, rollback tag) and are executed for re
 engine (``operator.execute(context)``, as tests/airflow does). Oracle: a typed ``InvalidNameError``
 (another ``PaimonflowError`` only for a valid name), or the operation stays inside the table: the
 tree around the warehouse (``sandbox/``) is unchanged outside ``sandbox/warehouse``, and no
-``snapshot-*`` file appears that was not committed.
+``snapshot-*`` file appears that was not committed (a new one must be the snapshot a committing task
+reported, under that task's commit user: ``compact`` on ``lab.t`` commits one).
+
+The Airflow context is a stand-in (a real ``RuntimeTaskInstance`` needs the task supervisor behind
+it, and ``dag.test()`` per fuzzed name is far too slow): it holds every key and task-instance member
+the operators and the sensor use, with Airflow's behaviour (see :class:`StandInTaskInstance`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import InvalidNameError, PaimonflowError
+from paimonflow.core.snapshot import SNAPSHOT_PREFIX
 from tests.name_fuzz import NAMES, NASTY, SETTINGS, Sandbox, tree
+
+
+class StandInTaskInstance:
+    """A fake of Airflow's task instance holding what the operators and the sensor use of
+    ``context["ti"]``: ``dag_id``, ``task_id``, ``map_index`` (commit user, Spark job group),
+    ``run_id`` and ``xcom_pull`` (the sensor's cursor: its own last ``return_value``), and
+    ``xcom_push`` (how the harness stores a task's return value, as Airflow does). XComs live in
+    ``store``, shared by the task instances of one DAG run and keyed as Airflow keys them,
+    ``(dag_id, run_id, task_id, map_index, key)``. ``xcom_pull`` follows Airflow's: one task id
+    (default: this task) gives one value or ``default`` when nothing was pushed; several give a list;
+    ``include_prior_dates`` also looks at other runs in the store (the latest push wins).
+    Anything else the code under test reached for would fail here with an ``AttributeError``."""
+
+    __slots__ = ("_store", "dag_id", "map_index", "pulls", "run_id", "task_id")
+
+    def __init__(self, store: dict, *, dag_id: str, task_id: str, run_id: str, map_index: int = -1) -> None:
+        self._store, self.dag_id, self.task_id, self.run_id = store, dag_id, task_id, run_id
+        self.map_index, self.pulls = map_index, 0
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        where = (self.dag_id, self.run_id, self.task_id, self.map_index, key)
+        self._store.pop(where, None)  # re-inserted: the store's order is the order of pushes
+        self._store[where] = value
+
+    def xcom_pull(self, task_ids: str | Iterable[str] | None = None, dag_id: str | None = None,
+                  key: str = "return_value", include_prior_dates: bool = False, *,
+                  map_indexes: int | Iterable[int] | None = None, default: Any = None,
+                  run_id: str | None = None) -> Any:
+        self.pulls += 1
+        dag_id, run_id = dag_id or self.dag_id, run_id or self.run_id
+        if isinstance(map_indexes, int):
+            map_indexes = [map_indexes]
+        indexes = None if map_indexes is None else set(map_indexes)
+
+        def one(task_id: str) -> Any:
+            found = [value for (d, r, t, m, k), value in self._store.items()
+                     if (d, t, k) == (dag_id, task_id, key) and (include_prior_dates or r == run_id)
+                     and (indexes is None or m in indexes)]
+            return found[-1] if found else default
+
+        if task_ids is None or isinstance(task_ids, str):
+            return one(task_ids or self.task_id)
+        return [one(task_id) for task_id in task_ids]
+
+
+def _context(xcoms: dict, task_id: str, name: str) -> dict[str, Any]:
+    """The context of one task of the DAG run ``manual`` whose ``dag_run.conf`` is ``{"name": name}``."""
+    logical_date, run_id = datetime(2026, 11, 20, tzinfo=UTC), "manual"
+    ti = StandInTaskInstance(xcoms, dag_id="fuzz", task_id=task_id, run_id=run_id)
+    dag_run = SimpleNamespace(dag_id="fuzz", run_id=run_id, logical_date=logical_date, conf={"name": name})
+    return {"ti": ti, "task_instance": ti, "dag_run": dag_run, "run_id": run_id, "logical_date": logical_date,
+            "outlet_events": None, "params": {}}
 
 
 def _operators(warehouse: str) -> list:
@@ -44,31 +104,46 @@ def _operators(warehouse: str) -> list:
 
 @pytest.mark.slow
 def test_fuzzed_dag_run_conf_names_through_every_templated_operator(airflow_db, tmp_path: Path, reliability) -> None:
+    from paimonflow.operators.paimon import commit_user_for
+
     box = Sandbox(tmp_path)
     box.table.tags.create("keep", snapshot_id=1)
     warehouse = box.warehouse
-    counts = {"names": 0, "refused": 0, "ran": 0}
+    counts = {"names": 0, "refused": 0, "ran": 0, "cursor_lookups": 0}
 
     def one(name: str) -> None:
         counts["names"] += 1
         before = box.state()
+        xcoms: dict = {}  # each name is a new DAG run of a new DAG: no earlier XComs
+        reported: dict[int, str] = {}  # snapshot id -> commit user, from the results of committing tasks
         for op in _operators(str(warehouse)):
-            context = {"ti": SimpleNamespace(dag_id="fuzz", task_id=op.task_id, map_index=-1),
-                       "logical_date": datetime(2026, 11, 20, tzinfo=UTC), "run_id": "manual",
-                       "outlet_events": None, "dag_run": SimpleNamespace(conf={"name": name}), "params": {}}
+            context = _context(xcoms, op.task_id, name)
             op.render_template_fields(context)
             try:
-                op.poke(context) if hasattr(op, "poke") else op.execute(context)
+                if hasattr(op, "poke"):
+                    poked = op.poke(context)
+                    result = poked.xcom_value if poked.is_done else None
+                else:
+                    result = op.execute(context)
+                if result is not None:  # what Airflow does with a task's return value
+                    context["ti"].xcom_push("return_value", result)
+                if getattr(op, "commits", False) and result.get("snapshot_id") is not None:
+                    reported[result["snapshot_id"]] = commit_user_for(context)
                 counts["ran"] += 1
             except InvalidNameError:
                 counts["refused"] += 1
             except PaimonflowError:
                 counts["ran"] += 1  # a valid name the table does not know (tag, branch, table)
-        box.check(before, name)
+            finally:
+                counts["cursor_lookups"] += context["ti"].pulls
+        snapshots = box.table.snapshot_manager
+        committed = {f"{SNAPSHOT_PREFIX}{i}" for i, user in reported.items()
+                     if (snapshot := snapshots.try_snapshot(i)) is not None and snapshot.commit_user == user}
+        box.check((before[0], before[1] | committed), name)
         for path in tree(warehouse):
             assert os.path.realpath(warehouse / path).startswith(os.path.realpath(warehouse) + os.sep)
 
-    for name in NASTY:
+    for name in [*NASTY, "t"]:  # "t" opens lab.t: the sensor reaches its cursor lookup (XCom)
         one(name)
 
     @settings(max_examples=reliability.scale(100, 1500), **SETTINGS)
@@ -79,4 +154,4 @@ def test_fuzzed_dag_run_conf_names_through_every_templated_operator(airflow_db, 
     run()
     assert Catalog(str(warehouse)).get_table("lab.t").tags.get("keep").id == 1
     reliability.record(names=counts["names"], examples=counts["refused"] + counts["ran"])
-    assert counts["refused"] > 0 and counts["ran"] > 0
+    assert counts["refused"] > 0 and counts["ran"] > 0 and counts["cursor_lookups"] > 0

@@ -6,9 +6,11 @@ instead of asking the product's own ``referenced_files``, so a bug there cannot 
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from paimonflow.core.binary_row import deserialize_row
+from paimonflow.core.changelog import ChangelogManager
 from paimonflow.core.errors import FileNotFoundStorageError
 from paimonflow.core.fs import join
 from paimonflow.core.snapshot import Snapshot
@@ -26,7 +28,7 @@ def is_temp(path: str) -> bool:
 def snapshot_ids_on_storage(table: Table) -> list[int]:
     """Ids of the ``snapshot/snapshot-<n>`` files, listed directly (not through the snapshot manager)."""
     ids = []
-    for status in table.file_io.list_dir(join(table.path, "snapshot")):
+    for status in table.file_io.list_dir(table.snapshot_manager.directory):  # the branch's own
         name = status.path.rstrip("/").rsplit("/", 1)[-1]
         if name.startswith("snapshot-") and name[len("snapshot-"):].isdigit():
             ids.append(int(name[len("snapshot-"):]))
@@ -66,6 +68,11 @@ def needed_files(table: Table) -> tuple[set[str], list[str]]:
                 referenced.add(kept_list)
                 referenced.update(join(mio.manifest_dir, m.file_name)
                                   for m in mio._lists.read(snapshot.changelog_manifest_list))
+                with contextlib.suppress(FileNotFoundStorageError):  # and the changelog files left
+                    for e in mio.changelog_entries(snapshot):
+                        values = tuple(deserialize_row(e.partition, partition_types))
+                        directory = bucket_directory(table.path, table.schema, table.options, values, e.bucket)
+                        referenced.add(e.file.external_path or join(directory, e.file.file_name))
         for name in lists:
             if name and need(join(mio.manifest_dir, name)):
                 for meta in mio._lists.read(name):
@@ -89,14 +96,33 @@ def needed_files(table: Table) -> tuple[set[str], list[str]]:
             for extra in e.file.extra_files:
                 need(join(directory, extra))
 
-    for sid in snapshot_ids_on_storage(table):
+    ids = snapshot_ids_on_storage(table)
+    tags = table.tag_manager.list_tags()
+    for sid in ids:
         snapshot = table.snapshot_manager.try_snapshot(sid)
         if snapshot is None:
             missing.append(f"snapshot-{sid} vanished while checking")
             continue
         walk(snapshot, f"snapshot {sid}", with_changelog=True)
-    for name, tag in table.tag_manager.list_tags().items():
+    for name, tag in tags.items():
         walk(tag, f"tag {name}", with_changelog=False)
+    changelogs = ChangelogManager(table.file_io, table.path, table.branch)
+    for cid in changelogs.list_ids():  # a long-lived changelog needs its changelog files
+        changelog = changelogs.try_changelog(cid)
+        if changelog is None or not changelog.changelog_manifest_list:
+            continue
+        if need(join(mio.manifest_dir, changelog.changelog_manifest_list)):
+            for meta in mio._lists.read(changelog.changelog_manifest_list):
+                need(join(mio.manifest_dir, meta.file_name))
+            try:
+                entries = mio.changelog_entries(changelog)
+            except (FileNotFoundStorageError, LookupError) as exc:
+                missing.append(f"changelog {cid}: {exc}")
+                continue
+            for e in entries:
+                values = tuple(deserialize_row(e.partition, partition_types))
+                directory = bucket_directory(table.path, table.schema, table.options, values, e.bucket)
+                need(e.file.external_path or join(directory, e.file.file_name))
     return needed | referenced, missing
 
 
@@ -113,8 +139,12 @@ def _files(table: Table, path: str) -> list[str]:
 
 def garbage(table: Table) -> set[str]:
     """I8: what a crash may leave and orphan removal must collect: files outside the metadata
-    directories that no retained snapshot or tag needs, and temp files anywhere."""
+    directories that no retained snapshot or tag of any branch needs, and temp files anywhere."""
+    from paimonflow.core.branch import BranchManager, open_branch
+
     needed, _ = needed_files(table)
+    for name in BranchManager(table).list():
+        needed |= needed_files(open_branch(table, name))[0]
     out: set[str] = set()
     for entry in table.file_io.list_dir(table.path):
         if not entry.is_dir:
