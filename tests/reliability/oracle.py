@@ -58,6 +58,13 @@ def needed_files(table: Table) -> tuple[set[str], list[str]]:
         missing.append(path)
         return False
 
+    def directory_of(e) -> str:
+        values = tuple(deserialize_row(e.partition, partition_types))
+        return bucket_directory(table.path, table.schema, table.options, values, e.bucket)
+
+    def path_of(e) -> str:
+        return e.file.external_path or join(directory_of(e), e.file.file_name)
+
     def walk(snapshot: Snapshot, what: str, *, with_changelog: bool) -> None:
         lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list]
         if with_changelog:
@@ -69,10 +76,7 @@ def needed_files(table: Table) -> tuple[set[str], list[str]]:
                 referenced.update(join(mio.manifest_dir, m.file_name)
                                   for m in mio._lists.read(snapshot.changelog_manifest_list))
                 with contextlib.suppress(FileNotFoundStorageError):  # and the changelog files left
-                    for e in mio.changelog_entries(snapshot):
-                        values = tuple(deserialize_row(e.partition, partition_types))
-                        directory = bucket_directory(table.path, table.schema, table.options, values, e.bucket)
-                        referenced.add(e.file.external_path or join(directory, e.file.file_name))
+                    referenced.update(path_of(e) for e in mio.changelog_entries(snapshot))
         for name in lists:
             if name and need(join(mio.manifest_dir, name)):
                 for meta in mio._lists.read(name):
@@ -90,11 +94,9 @@ def needed_files(table: Table) -> tuple[set[str], list[str]]:
             missing.append(f"{what}: {exc}")
             return
         for e in entries:
-            values = tuple(deserialize_row(e.partition, partition_types))
-            directory = bucket_directory(table.path, table.schema, table.options, values, e.bucket)
-            need(e.file.external_path or join(directory, e.file.file_name))
+            need(path_of(e))
             for extra in e.file.extra_files:
-                need(join(directory, extra))
+                need(join(directory_of(e), extra))
 
     ids = snapshot_ids_on_storage(table)
     tags = table.tag_manager.list_tags()
@@ -120,9 +122,7 @@ def needed_files(table: Table) -> tuple[set[str], list[str]]:
                 missing.append(f"changelog {cid}: {exc}")
                 continue
             for e in entries:
-                values = tuple(deserialize_row(e.partition, partition_types))
-                directory = bucket_directory(table.path, table.schema, table.options, values, e.bucket)
-                need(e.file.external_path or join(directory, e.file.file_name))
+                need(path_of(e))
     return needed | referenced, missing
 
 
