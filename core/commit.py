@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from .binary_row import deserialize_row, serialize_row
 from .errors import (
+    BranchNotFoundError,
     CommitConflictError,
     CommitOutcomeUnknownError,
     CommitRetriesExhaustedError,
@@ -326,6 +327,9 @@ class TableCommit:
                     landed = self._snapshots.try_publish(snapshot)
                 except UnsupportedError:
                     raise  # the store cannot take commits safely: refused before anything was sent
+                except BranchNotFoundError:  # the branch went while we published; ours was taken back
+                    self._manifests.delete_files(written)
+                    raise
                 except PaimonflowError as exc:
                     if attempt > options.commit_max_retries:
                         raise CommitOutcomeUnknownError(

@@ -320,9 +320,26 @@ class SnapshotManager:
                 created = True
             else:
                 raise
+        if created and self.branch != MAIN_BRANCH:
+            self._check_branch_alive(snapshot, path)
         if created:
             self._write_hint(LATEST, snapshot.id)
         return created
+
+    def _check_branch_alive(self, snapshot: Snapshot, path: str) -> None:
+        """After publishing to a branch: the branch must still exist. Its deletion removes the
+        schemas first, then the directory; so either this check sees the schema gone (the
+        snapshot is taken back, nothing is committed) or the deletion's removal of the directory
+        comes after the publish and takes the snapshot with it."""
+        from .errors import BranchNotFoundError
+
+        schema = join(branch_root(self.table_path, self.branch), "schema", f"schema-{snapshot.schema_id}")
+        if self.file_io.exists(schema):
+            return
+        with contextlib.suppress(FileNotFoundStorageError):
+            self.file_io.delete(path)
+        raise BranchNotFoundError(f"branch {self.branch!r} was deleted while this commit was published; "
+                                  "nothing was committed")
 
     def _write_hint(self, name: str, value: int) -> None:
         write_hint(self.file_io, join(self.directory, name), value)

@@ -203,3 +203,29 @@ def test_a_branch_whose_tag_is_deleted_meanwhile_is_not_created(tmp_path: Path) 
     finally:
         io.create_if_absent = real_create
     assert table.branches.list() == []
+
+
+def test_a_commit_to_a_branch_deleted_meanwhile_is_taken_back(tmp_path: Path) -> None:
+    table = make(tmp_path)
+    table.tags.create("t4", snapshot_id=4)
+    table.branches.create("b", tag="t4")
+    branch = table.switch_to_branch("b")
+    io = branch.file_io
+    real_create = io.create_if_absent
+
+    def delete_branch_after_publish(path: str, data: bytes) -> bool:
+        created = real_create(path, data)
+        if "/branch/branch-b/snapshot/snapshot-" in path:  # the deletion removes the schemas now
+            io.delete(path.split("/snapshot/")[0] + "/schema", recursive=True)
+        return created
+
+    io.create_if_absent = delete_branch_after_publish
+    try:
+        with pytest.raises(BranchNotFoundError, match="deleted while this commit was published"):
+            write(branch, 9)
+    finally:
+        io.create_if_absent = real_create
+    table.branches.delete("b")  # the deletion finishes
+    assert table.branches.list() == [] and not io.exists(str(tmp_path / "db.db/t/branch/branch-b"))
+    table.remove_orphan_files(older_than_millis=0)  # no half branch stops orphan removal
+    assert rows(table) == [(0, "c3"), (1, "c3")]
