@@ -457,11 +457,29 @@ def _rollback_to(table, target: Snapshot) -> Rollback:
             doomed += [path_of(e) for e in mio.changelog_entries(snap)
                        if (e.partition, e.bucket, e.file.file_name) not in keep_data]
         doomed += [p for p in _metadata_files(table, snap) if p not in keep_meta]
+    # long-lived changelogs after the target go too (Paimon's RollbackHelper): their ids are reused
+    from .changelog import ChangelogManager, manifest_files
+
+    changelogs = ChangelogManager(table.file_io, table.path, table.branch)
+    later_changelogs = [cid for cid in changelogs.list_ids() if cid > target.id]
+    for cid in later_changelogs:
+        changelog = changelogs.try_changelog(cid)
+        if changelog is None or not changelog.changelog_manifest_list:
+            continue  # producer none: its delta files become orphans if nothing else needs them
+        with contextlib.suppress(FileNotFoundStorageError):
+            doomed += [path_of(e) for e in table.manifest_io.changelog_entries(changelog)
+                       if (e.partition, e.bucket, e.file.file_name) not in keep_data]
+        doomed += [p for p in manifest_files(table, [changelog.changelog_manifest_list]) if p not in keep_meta]
     for name in later_tags:
         table.file_io.delete(table.tag_manager.tag_path(name))
     for sid in sorted(later, reverse=True):
         with contextlib.suppress(FileNotFoundStorageError):
             table.file_io.delete(manager.path(sid))
+    for cid in sorted(later_changelogs, reverse=True):
+        with contextlib.suppress(FileNotFoundStorageError):
+            table.file_io.delete(changelogs.path(cid))
+    if later_changelogs and changelogs.list_ids():
+        changelogs.write_hint("LATEST", changelogs.list_ids()[-1])
     manager._write_hint("LATEST", target.id)
     remaining = manager.list_ids()  # the target may be below EARLIEST (brought back from a tag)
     manager.write_earliest_hint(remaining[0] if remaining else target.id)

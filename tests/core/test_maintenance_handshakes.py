@@ -229,3 +229,21 @@ def test_a_commit_to_a_branch_deleted_meanwhile_is_taken_back(tmp_path: Path) ->
     assert table.branches.list() == [] and not io.exists(str(tmp_path / "db.db/t/branch/branch-b"))
     table.remove_orphan_files(older_than_millis=0)  # no half branch stops orphan removal
     assert rows(table) == [(0, "c3"), (1, "c3")]
+
+
+def test_rollback_removes_long_lived_changelogs_after_the_target(tmp_path: Path) -> None:
+    table = make(tmp_path, DECOUPLED, commits=2)
+    table.tags.create("t1", snapshot_id=1)
+    for i in range(2, 5):
+        write(table, i)
+    table.expire_snapshots()  # 1..4 become long-lived changelogs (5 and 6 stay)
+    changelogs = ChangelogManager(table.file_io, table.path)
+    assert changelogs.list_ids() == [1, 2, 3, 4]
+    table.rollback(tag="t1")  # ids 2.. are reused by the next commits: their changelogs go (Paimon)
+    assert changelogs.list_ids() == [1]
+    write(table, 9)
+    write(table, 10)
+    table.expire_snapshots()
+    table.expire_changelogs()
+    assert missing_needed_files(table) == []
+    assert rows(table) == [(0, "c10"), (1, "c10")]
