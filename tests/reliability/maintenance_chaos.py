@@ -383,7 +383,7 @@ class Harness:
         self.counts.steps += 1
         # a branch made in this step starts from main as it was before the step (a rollback in
         # the same step may remove the tag after the branch was made from it)
-        self._main_before = list(self.events["main"])
+        self._before = {name: list(events) for name, events in self.events.items()}
         # consumers that protect a retained snapshot now must still protect it after the step (one
         # recorded beside an expiry may point below the earliest already: Paimon's reader race)
         earliest = self.table.snapshot_manager.earliest_id()
@@ -468,12 +468,14 @@ class Harness:
             self.events["main"] = [e for e in self.events["main"] if e[0] <= outcome["target"]]
         elif kind == "branch_create":
             tag_id = outcome["snapshot_id"]
-            main = getattr(self, "_main_before", self.events["main"])
+            main = self._before["main"] if hasattr(self, "_before") else self.events["main"]
             self.events[args["name"]] = [(tag_id, "set", rows_at(main, tag_id))]
         elif kind == "branch_delete":
             self.events.pop(args["name"], None)
         elif kind == "fast_forward":
-            branch = self.events[args["name"]]
+            # the branch as before the step: a deletion in the same step may have come after the
+            # fast-forward read it (branch writers never run beside a fast-forward)
+            branch = self._before[args["name"]]
             self.events["main"] = [e for e in self.events["main"] if e[0] < outcome["from"]] + list(branch)
 
     # -- the oracle ----------------------------------------------------------------------------
