@@ -246,40 +246,47 @@ class BranchManager:
             raise SnapshotNotFoundError(f"cannot fast-forward to branch {name!r}: it has no snapshot")
         main_snapshots = SnapshotManager(self._io, self._path, MAIN_BRANCH)
         main_tags = TagManager(self._io, self._path, MAIN_BRANCH)
-        main_schemas, branch_schemas = self._schemas(MAIN_BRANCH), self._schemas(name)
+        main_schemas = self._schemas(MAIN_BRANCH)
         # main is rolled back to before the branch: the rollback handshake (core/tags.py) keeps
-        # expiry, tag and branch creation off what goes; the branch is read whole before anything
-        # of main changes, so a deletion of the branch meanwhile fails this run with main intact
+        # expiry, tag and branch creation off what goes. The branch is read whole before anything
+        # of main changes, so a deletion of the branch meanwhile fails this run with main intact.
         target = earliest.id - 1
         main_snapshots.claim_rollback(target, f"fast-forward of main to branch {name!r} refused")
         try:
-            done = self._fast_forward(name, earliest, main_snapshots, main_tags, main_schemas, branch_schemas)
-        except InvalidArgumentError:
+            branch = self._read_for_fast_forward(name, earliest)
+            main_ids = main_snapshots.list_ids()
+            if main_ids and main_ids[-1] < target:
+                raise InvalidArgumentError(
+                    f"cannot fast-forward to branch {name!r}: it starts at snapshot {earliest.id}, but main ends "
+                    f"at snapshot {main_ids[-1]} (main was rolled back below the branch's start); main's snapshot "
+                    "ids would have a gap")
+        except BaseException:
             main_snapshots.end_rollback(target)
             raise
-        except (FileNotFoundStorageError, SnapshotNotFoundError) as exc:
-            main_snapshots.end_rollback(target)
-            raise BranchNotFoundError(f"branch {name!r} changed or was deleted during the fast-forward; "
-                                      f"main is unchanged or was rolled back to snapshot {target}: {exc}") from exc
+        done = self._replace_main(name, earliest, branch, main_ids, main_snapshots, main_tags, main_schemas)
         main_snapshots.end_rollback(target)
         return done
 
-    def _fast_forward(self, name: str, earliest: Snapshot, main_snapshots, main_tags, main_schemas,
-                      branch_schemas) -> FastForward:
-        branch_snapshots = SnapshotManager(self._io, self._path, name)
-        snapshot_bytes = {sid: self._io.read_bytes(branch_snapshots.path(sid)) for sid in branch_snapshots.list_ids()}
-        branch_tags = TagManager(self._io, self._path, name).list_tags()
-        branch_schema_ids = branch_schemas.list_ids()
-        schema_bytes = {i: self._io.read_bytes(branch_schemas.path(i)) for i in branch_schema_ids
-                        if i >= earliest.schema_id}
-        if min(snapshot_bytes, default=None) != earliest.id:
-            raise SnapshotNotFoundError(f"branch {name!r} lost snapshot {earliest.id}")
-        main_ids = main_snapshots.list_ids()
-        if main_ids and main_ids[-1] < earliest.id - 1:
-            raise InvalidArgumentError(
-                f"cannot fast-forward to branch {name!r}: it starts at snapshot {earliest.id}, but main ends at "
-                f"snapshot {main_ids[-1]} (main was rolled back below the branch's start); main's snapshot ids "
-                "would have a gap")
+    def _read_for_fast_forward(self, name: str, earliest: Snapshot) -> tuple[dict, dict, list[int], dict]:
+        """The branch's snapshot files, tags, schema ids and the schema files from its first schema
+        on, all read before main changes (BranchNotFoundError if the branch goes meanwhile)."""
+        snapshots, schemas = SnapshotManager(self._io, self._path, name), self._schemas(name)
+        try:
+            snapshot_bytes = {sid: self._io.read_bytes(snapshots.path(sid)) for sid in snapshots.list_ids()}
+            tags = TagManager(self._io, self._path, name).list_tags()
+            schema_ids = schemas.list_ids()
+            schema_bytes = {i: self._io.read_bytes(schemas.path(i)) for i in schema_ids if i >= earliest.schema_id}
+        except (FileNotFoundStorageError, SnapshotNotFoundError):
+            snapshot_bytes, schema_ids = {}, []
+        # a deletion removes the schemas first: a branch without them is going
+        if min(snapshot_bytes, default=None) != earliest.id or earliest.schema_id not in schema_ids:
+            raise BranchNotFoundError(f"branch {name!r} was deleted or changed during the fast-forward; main is "
+                                      "unchanged")
+        return snapshot_bytes, tags, schema_ids, schema_bytes
+
+    def _replace_main(self, name: str, earliest: Snapshot, branch, main_ids: list[int], main_snapshots, main_tags,
+                      main_schemas) -> FastForward:
+        snapshot_bytes, branch_tags, branch_schema_ids, schema_bytes = branch
         removed = [sid for sid in main_ids if sid >= earliest.id]
         removed_tags = sorted(n for n, t in main_tags.list_tags().items() if t.id >= earliest.id)
         with contextlib.suppress(FileNotFoundStorageError):

@@ -411,41 +411,46 @@ class TableCommit:
         if spec.drop:
             if adds:
                 raise InvalidArgumentError("dropping partitions adds no files")
-            wanted = []
-            for one in spec.drop:
-                unknown = [k for k in one if k not in keys]
-                if unknown:
-                    raise SchemaError(f"partition spec names non-partition columns {unknown}")
-                wanted.append([(keys.index(k), v) for k, v in one.items()])
-            chosen = []
-            for e in base:
-                values = deserialize_row(e.partition, self._partition_types)
-                if any(all(_same_partition_value(values[i], v) for i, v in positions) for positions in wanted):
-                    chosen.append(e)
+            dropped = self._partition_matcher(spec.drop)
+            chosen = [e for e in base if dropped(e.partition)]
         elif spec.dynamic and keys:
             targets = {e.partition for e in adds}
             chosen = [e for e in base if e.partition in targets]
         elif spec.static:
-            unknown = [k for k in spec.static if k not in keys]
-            if unknown:
-                raise SchemaError(f"overwrite partition spec names non-partition columns {unknown}")
-            positions = [(keys.index(k), v) for k, v in spec.static.items()]
-            decoded: dict[bytes, tuple] = {}
-            chosen = []
-            for e in base:
-                values = decoded.get(e.partition)
-                if values is None:
-                    values = decoded[e.partition] = deserialize_row(e.partition, self._partition_types)
-                if all(_same_partition_value(values[i], v) for i, v in positions):
-                    chosen.append(e)
+            replaced = self._partition_matcher([spec.static])
+            chosen = [e for e in base if replaced(e.partition)]
             for e in adds:
-                values = deserialize_row(e.partition, self._partition_types)
-                if not all(_same_partition_value(values[i], v) for i, v in positions):
+                if not replaced(e.partition):
+                    values = deserialize_row(e.partition, self._partition_types)
                     raise SchemaError(f"overwrite of {dict(spec.static)} got rows of partition {values}")
         else:
             chosen = list(base)
         return [ManifestEntry(kind=FileKind.DELETE, partition=e.partition, bucket=e.bucket,
                               total_buckets=e.total_buckets, file=e.file) for e in chosen]
+
+    def _partition_matcher(self, specs: Sequence[Mapping[str, object]]) -> Callable[[bytes], bool]:
+        """``serialized partition -> bool``: whether it matches any of ``specs`` (each naming some
+        partition keys, as a static overwrite does). Specs are checked once; each distinct
+        partition is decoded once."""
+        keys = list(self._schema.partition_keys)
+        wanted = []
+        for spec in specs:
+            unknown = [k for k in spec if k not in keys]
+            if unknown:
+                raise SchemaError(f"partition spec names non-partition columns {unknown}; "
+                                  f"partition keys are {keys}")
+            wanted.append([(keys.index(k), v) for k, v in spec.items()])
+        seen: dict[bytes, bool] = {}
+
+        def matches(partition: bytes) -> bool:
+            found = seen.get(partition)
+            if found is None:
+                values = deserialize_row(partition, self._partition_types)
+                found = seen[partition] = any(all(_same_partition_value(values[i], v) for i, v in positions)
+                                              for positions in wanted)
+            return found
+
+        return matches
 
     def _check_conflicts(self, base: list[ManifestEntry], delta: list[ManifestEntry], kind: CommitKind) -> None:
         # 1. a partition keeps its bucket count unless it is overwritten

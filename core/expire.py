@@ -21,7 +21,10 @@ What goes, in this order (a crash anywhere leaves a readable table and a rerun f
 
 * Before it lists the tags it protects, a run publishes ``snapshot/EXPIRING-<end>-<run id>``
   ("the files of snapshots ``< end`` may be deleted"); it removes the marker when its snapshot
-  files are gone (a crashed run's marker is removed by the next run once no snapshot is below it).
+  files are gone. A run interrupted after publishing its marker may have deleted files of any
+  snapshot below its end, so the next run extends its own range to that end whatever its options
+  (the interrupted run had planned the range under its own), and the marker goes once no snapshot
+  is below it.
 * Tag creation (``Tags.create``, ``replace``, ``rename``) writes the tag file, *then* reads the
   markers, *then* checks that the snapshot exists; if the snapshot is below a marker or gone (and
   no tag that existed before held it), it deletes its tag file and raises
@@ -124,6 +127,12 @@ def expire_range(table, *, retain_min: int, retain_max: int, time_retained_milli
         if successor is not None and successor.time_millis >= older_than:
             end = sid
             break
+    # a run interrupted after publishing its marker may have deleted files of any snapshot below its
+    # end: those snapshots are condemned whatever this run's options, so it finishes their removal
+    # (until then tags and rollbacks below that end stay refused)
+    interrupted = manager.markers().expiring_below
+    if interrupted is not None and earliest < interrupted <= latest:
+        end = max(end, interrupted)
     return earliest, (end if end > earliest else None)
 
 
@@ -329,7 +338,7 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
     marker = table.snapshot_manager.begin_expiry(end)
     try:
         plan = plan_expiry(table, earliest, end, decoupled=decoupled)
-        rolling = table.snapshot_manager.rolling_back_to()  # after the marker: see core/tags.py
+        rolling = table.snapshot_manager.rolling_back_to()  # after the marker and the plan: core/tags.py
         if rolling is not None and rolling < end:
             raise MaintenanceConflictError(
                 f"table {table.identifier}: expiry of the snapshots below {end} refused: a rollback to snapshot "

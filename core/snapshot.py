@@ -15,7 +15,14 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from .errors import CorruptMetadataError, FileNotFoundStorageError, SnapshotNotFoundError, StorageError
+from .errors import (
+    BranchNotFoundError,
+    CorruptMetadataError,
+    FileNotFoundStorageError,
+    MaintenanceConflictError,
+    SnapshotNotFoundError,
+    StorageError,
+)
 from .fs import join
 from .metafile import load_object, read_hint, write_hint
 from .names import validate_name
@@ -331,8 +338,6 @@ class SnapshotManager:
         schemas first, then the directory; so either this check sees the schema gone (the
         snapshot is taken back, nothing is committed) or the deletion's removal of the directory
         comes after the publish and takes the snapshot with it."""
-        from .errors import BranchNotFoundError
-
         schema = join(branch_root(self.table_path, self.branch), "schema", f"schema-{snapshot.schema_id}")
         if self.file_io.exists(schema):
             return
@@ -347,30 +352,39 @@ class SnapshotManager:
     def write_earliest_hint(self, snapshot_id: int) -> None:
         self._write_hint(EARLIEST, snapshot_id)
 
-    # -- expiry markers (the handshake with tag creation, see ``core/expire.py``) ---------------
+    # -- maintenance markers: the handshakes of expiry and rollback (``core/expire.py``,
+    # ``core/tags.py``). One listing of ``snapshot/`` answers both kinds.
+
+    def markers(self) -> Markers:
+        """The expiry and rollback markers present now (one directory listing)."""
+        now = time.time() * 1000
+        expiring, rollbacks, stale = {}, {}, []
+        for status in self.file_io.list_dir(self.directory):
+            path = status.path.rstrip("/")
+            name = path.rsplit("/", 1)[-1]
+            for prefix, found in ((EXPIRING_PREFIX, expiring), (ROLLBACK_PREFIX, rollbacks)):
+                number = name[len(prefix):].split("-", 1)[0] if name.startswith(prefix) else ""
+                if not number.isdigit():
+                    continue
+                if prefix == ROLLBACK_PREFIX and now - status.modification_time_millis > ROLLBACK_LEASE_MILLIS:
+                    stale.append(path)  # its run crashed long ago: ignored, removed by the next rollback
+                else:
+                    found[path] = int(number)
+        return Markers(expiring=expiring, rollbacks=rollbacks, stale_rollbacks=tuple(stale))
 
     def begin_expiry(self, end: int) -> str:
         """Publish that this run may delete the files of snapshots ``< end``; returns the marker's
         path. Written before expiry lists the tags it protects, so a tag created later sees it."""
-        path = join(self.directory, f"{EXPIRING_PREFIX}{int(end)}-{uuid.uuid4().hex}")
-        self.file_io.write_bytes(path, str(int(end)).encode("ascii"))
-        return path
+        return self._write_marker(EXPIRING_PREFIX, end)
 
     def expiring_markers(self) -> dict[str, int]:
         """``{marker path: end}`` of every expiry run that has not finished (or crashed)."""
-        out = {}
-        for status in self.file_io.list_dir(self.directory):
-            name = status.path.rstrip("/").rsplit("/", 1)[-1]
-            if name.startswith(EXPIRING_PREFIX):
-                end = name[len(EXPIRING_PREFIX):].split("-", 1)[0]
-                if end.isdigit():
-                    out[status.path.rstrip("/")] = int(end)
-        return out
+        return self.markers().expiring
 
     def expiring_below(self) -> int | None:
         """The highest ``end`` any unfinished expiry run published: snapshots below it may be
         losing their files (None: no expiry is running)."""
-        return max(self.expiring_markers().values(), default=None)
+        return self.markers().expiring_below
 
     def end_expiry(self, marker: str | None) -> None:
         """Remove this run's marker, and those of crashed runs that no existing snapshot is below
@@ -379,78 +393,74 @@ class SnapshotManager:
         lowest = ids[0] if ids else None
         for path, end in self.expiring_markers().items():
             if path == marker or (lowest is not None and end <= lowest):
-                with contextlib.suppress(FileNotFoundStorageError):
-                    self.file_io.delete(path)
+                self._delete_marker(path)
 
-    # -- rollback markers (the handshake of rollback and fast-forward, see ``core/tags.py``) ----
-
-    def begin_rollback(self, target: int, now_millis: int | None = None) -> str:
+    def begin_rollback(self, target: int) -> str:
         """Publish that this run may delete what comes after snapshot ``target``; returns the
-        marker's path. Written before the run checks for expiries and lists tags and branches."""
-        started = int(time.time() * 1000) if now_millis is None else int(now_millis)
-        path = join(self.directory, f"{ROLLBACK_PREFIX}{int(target)}-{uuid.uuid4().hex}")
-        self.file_io.write_bytes(path, json.dumps({"target": int(target), "started": started}).encode())
-        return path
+        marker's path. Its storage time starts its lease."""
+        return self._write_marker(ROLLBACK_PREFIX, target)
 
-    def rollback_markers(self, now_millis: int | None = None) -> dict[str, int]:
-        """``{marker path: target}`` of every rollback that has not finished within its lease. A
-        marker past the lease (its run crashed long ago) is ignored; one that vanishes is done."""
-        now = int(time.time() * 1000) if now_millis is None else int(now_millis)
-        out = {}
-        for status in self.file_io.list_dir(self.directory):
-            name = status.path.rstrip("/").rsplit("/", 1)[-1]
-            if not name.startswith(ROLLBACK_PREFIX):
-                continue
-            path = status.path.rstrip("/")
-            try:
-                marker = json.loads(self.file_io.read_bytes(path))
-                target, started = int(marker["target"]), int(marker["started"])
-            except FileNotFoundStorageError:
-                continue
-            except (ValueError, KeyError, TypeError):  # torn by a crash while written: its run is over
-                continue
-            if now - started <= ROLLBACK_LEASE_MILLIS:
-                out[path] = target
-        return out
+    def rollback_markers(self) -> dict[str, int]:
+        """``{marker path: target}`` of every rollback that has not finished within its lease."""
+        return self.markers().rollbacks
 
     def rolling_back_to(self) -> int | None:
         """The lowest target of a running rollback: snapshots above it may be losing their files
         (None: no rollback is running)."""
-        return min(self.rollback_markers().values(), default=None)
+        return self.markers().rolling_back_to
 
     def claim_rollback(self, target: int, what: str) -> str:
         """The rollback side of the handshake: publish the marker, *then* refuse (removing it) if
         an expiry may be deleting snapshots at or below ``target``, or a rollback to another
         target is running. Returns the marker's path (release it with :meth:`end_rollback`)."""
-        from .errors import MaintenanceConflictError
-
         marker = self.begin_rollback(target)
-        try:
-            below = self.expiring_below()
-            if below is not None and below > target:
-                raise MaintenanceConflictError(
-                    f"{what}: an expiry of the snapshots below {below} is running (or was interrupted: run "
-                    "expire_snapshots again); retry when it is done")
-            others = sorted(t for path, t in self.rollback_markers().items() if path != marker and t != target)
-            if others:
-                raise MaintenanceConflictError(
-                    f"{what}: a rollback to snapshot {others[0]} is running (or was interrupted less than "
-                    f"{ROLLBACK_LEASE_MILLIS // 60_000} minutes ago: run it again); retry when it is done")
-        except BaseException:
-            with contextlib.suppress(StorageError):
-                self.file_io.delete(marker)
-            raise
+        now = self.markers()
+        others = sorted(t for path, t in now.rollbacks.items() if path != marker and t != target)
+        refusal = None
+        if now.expiring_below is not None and now.expiring_below > target:
+            refusal = (f"{what}: an expiry of the snapshots below {now.expiring_below} is running (or was "
+                       "interrupted: run expire_snapshots again); retry when it is done")
+        elif others:
+            refusal = (f"{what}: a rollback to snapshot {others[0]} is running (or was interrupted less than "
+                       f"{ROLLBACK_LEASE_MILLIS // 60_000} minutes ago: run it again); retry when it is done")
+        if refusal is not None:
+            self._delete_marker(marker)
+            raise MaintenanceConflictError(refusal)
         return marker
 
     def end_rollback(self, target: int) -> None:
-        """Remove the markers of rollbacks to ``target`` (this run's, and a crashed run's that this
-        one has just completed), and torn or expired ones."""
-        live = self.rollback_markers()
-        for status in self.file_io.list_dir(self.directory):
-            path = status.path.rstrip("/")
-            if path.rsplit("/", 1)[-1].startswith(ROLLBACK_PREFIX) and live.get(path, target) == target:
-                with contextlib.suppress(FileNotFoundStorageError):
-                    self.file_io.delete(path)
+        """Remove the markers of rollbacks to ``target`` (this run's, and that of a crashed run
+        this one has just completed), and those past their lease."""
+        now = self.markers()
+        for path in [*(p for p, t in now.rollbacks.items() if t == target), *now.stale_rollbacks]:
+            self._delete_marker(path)
+
+    def _write_marker(self, prefix: str, number: int) -> str:
+        path = join(self.directory, f"{prefix}{int(number)}-{uuid.uuid4().hex}")
+        self.file_io.write_bytes(path, str(int(number)).encode("ascii"))
+        return path
+
+    def _delete_marker(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundStorageError):
+            self.file_io.delete(path)
+
+
+@dataclass(frozen=True, slots=True)
+class Markers:
+    """What one listing of ``snapshot/`` shows of running maintenance: ``{path: end}`` of expiry
+    runs, ``{path: target}`` of rollbacks within their lease, and rollback markers past it."""
+
+    expiring: Mapping[str, int]
+    rollbacks: Mapping[str, int]
+    stale_rollbacks: tuple[str, ...] = ()
+
+    @property
+    def expiring_below(self) -> int | None:
+        return max(self.expiring.values(), default=None)
+
+    @property
+    def rolling_back_to(self) -> int | None:
+        return min(self.rollbacks.values(), default=None)
 
 
 class TagManager:

@@ -135,7 +135,8 @@ class Tags:
         was written) still holds the same snapshot, or when no expiry marker is above the snapshot
         *and then* the snapshot still exists (in this order: a run removes its marker only after
         deleting its snapshots)."""
-        rolling = self._table.snapshot_manager.rolling_back_to()
+        markers = self._table.snapshot_manager.markers()
+        rolling = markers.rolling_back_to
         if rolling is not None and tag.id > rolling:  # a rollback may remove it: first, holder or not
             return False
         if holder is not None:
@@ -145,7 +146,7 @@ class Tags:
                 held = None
             if held is not None and (held.id, held.base_manifest_list) == (tag.id, tag.base_manifest_list):
                 return True
-        below = self._table.snapshot_manager.expiring_below()
+        below = markers.expiring_below
         if below is not None and tag.id < below:
             return False
         return self._table.snapshot_manager.exists(tag.id)
@@ -395,20 +396,19 @@ def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
     # checks, then the target once more (an expiry that finished before the marker took it)
     what = f"table {table.identifier}: rollback to snapshot {target.id} refused"
     manager.claim_rollback(target.id, what)
-    try:
+    try:  # nothing is deleted yet: any failure here releases the marker
         if tag is not None:
-            again = Tags(table).get(tag)
-            if again.id != target.id:
+            if Tags(table).get(tag).id != target.id:
                 raise MaintenanceConflictError(f"{what}: tag {tag!r} was changed meanwhile; retry")
             if not manager.exists(target.id):
                 plain = restored_from_tag(table, target)
                 table.file_io.write_bytes(manager.path(target.id), plain.to_json())
         else:
-            manager.snapshot(target.id)
-        done = _rollback_to(table, target)
-    except SnapshotNotFoundError:  # the target went before the marker: nothing was deleted
+            manager.snapshot(target.id)  # an expiry that finished before the marker took it
+    except BaseException:
         manager.end_rollback(target.id)
         raise
+    done = _rollback_to(table, target)  # a failure from here on keeps the marker: rerun to finish
     manager.end_rollback(target.id)
     return done
 

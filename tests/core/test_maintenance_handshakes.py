@@ -93,6 +93,42 @@ def test_an_expiry_with_nothing_left_to_do_clears_a_crashed_runs_marker(tmp_path
     table.rollback(snapshot_id=4)  # no longer refused
 
 
+class Killed(BaseException):
+    """Stands in for SIGKILL: the run stops where it is, nothing of its own cleanup runs."""
+
+
+def test_a_rerun_with_a_shorter_range_finishes_an_interrupted_expiry(tmp_path: Path) -> None:
+    table = make(tmp_path, commits=6)
+    io = table.file_io
+    real_delete = io.delete
+
+    def killed_after_first_snapshot(path: str, *args, **kwargs):
+        if path.endswith("/snapshot/snapshot-2"):
+            raise Killed
+        return real_delete(path, *args, **kwargs)
+
+    latest = table.snapshot_manager.latest_id()
+    kept = rows(table, snapshot_id=latest - 1)
+    io.delete = killed_after_first_snapshot
+    try:
+        with pytest.raises(Killed):  # planned 1..latest-2, deleted their files and snapshot-1
+            table.expire_snapshots(retain_min=2, retain_max=2, older_than_millis=0)
+    finally:
+        io.delete = real_delete
+    assert snapshot_ids_on_storage(table) == list(range(2, latest + 1))
+    with pytest.raises(TagTargetExpiringError):
+        table.tags.create("condemned", snapshot_id=3)
+    # the rerun alone would keep 3.. ; it finishes the interrupted run's range instead
+    result = table.expire_snapshots(retain_min=latest - 2, retain_max=latest - 2, older_than_millis=0)
+    assert result.plan.end == latest - 1
+    assert snapshot_ids_on_storage(table) == [latest - 1, latest]
+    assert table.snapshot_manager.expiring_markers() == {}
+    assert missing_needed_files(table) == []
+    table.tags.create("t", snapshot_id=latest - 1)  # allowed again, and so is a rollback
+    assert table.rollback(snapshot_id=latest - 1).target == latest - 1
+    assert rows(table) == kept
+
+
 def test_rollback_to_a_tag_below_earliest_moves_earliest_so_expiry_leaves_no_gap(tmp_path: Path) -> None:
     table = make(tmp_path, commits=3)
     table.tags.create("first", snapshot_id=1)
@@ -175,7 +211,7 @@ def test_fast_forward_refuses_a_gap_and_survives_the_branch_vanishing(tmp_path: 
 
     io.write_bytes = vanishing
     try:
-        with pytest.raises(BranchNotFoundError, match="deleted during the fast-forward"):
+        with pytest.raises(BranchNotFoundError, match="deleted or changed during the fast-forward; main is unchanged"):
             other.branches.fast_forward("c")
     finally:
         io.write_bytes = real_write
@@ -247,3 +283,26 @@ def test_rollback_removes_long_lived_changelogs_after_the_target(tmp_path: Path)
     table.expire_changelogs()
     assert missing_needed_files(table) == []
     assert rows(table) == [(0, "c10"), (1, "c10")]
+
+
+def test_a_rollback_refused_before_deleting_releases_its_marker(tmp_path: Path) -> None:
+    table = make(tmp_path)
+    table.tags.create("t", snapshot_id=2)
+    io = table.file_io
+    real_write = io.write_bytes
+
+    def move_tag_after_marker(path: str, data: bytes, *args, **kwargs):
+        real_write(path, data, *args, **kwargs)
+        if "/snapshot/ROLLBACK-" in path:
+            io.write_bytes = real_write
+            table.tags.replace("t", snapshot_id=1)  # the tag moves (below: allowed) as the rollback starts
+
+    io.write_bytes = move_tag_after_marker
+    try:
+        with pytest.raises(MaintenanceConflictError, match="was changed meanwhile"):
+            table.rollback(tag="t")
+    finally:
+        io.write_bytes = real_write
+    assert table.snapshot_manager.rollback_markers() == {}  # expiries and tags are not held up
+    table.tags.create("later", snapshot_id=4)  # above the refused target: allowed again
+    assert snapshot_ids_on_storage(table) == [1, 2, 3, 4]

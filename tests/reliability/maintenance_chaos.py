@@ -48,6 +48,7 @@ from paimonflow.core.changelog import ChangelogManager
 from paimonflow.core.fs import join
 from paimonflow.core.stream import StreamingScan
 from paimonflow.core.table import Table
+from tests.reliability import chaos
 from tests.reliability.oracle import garbage, missing_needed_files, needed_files, snapshot_ids_on_storage
 
 IDENTIFIER = "db.t"
@@ -91,7 +92,7 @@ OPERATIONS = ("write", "write", "write", "compact", "expire", "expire_changelogs
 
 
 def open_table(warehouse: str, storage_options: Mapping[str, str] | None, branch: str | None = None) -> Table:
-    table = Catalog(warehouse, storage_options=dict(storage_options) if storage_options else None).get_table(IDENTIFIER)
+    table = chaos.open_table(warehouse, storage_options, IDENTIFIER)
     return open_branch(table, branch) if branch else table
 
 
@@ -268,6 +269,7 @@ class Harness:
         self.seed, self.kill_rate, self.max_parallel = seed, kill_rate, max_parallel
         self.counts = Counts()
         self.events: dict[str, list[tuple[int, str, object]]] = {"main": []}
+        self._before = self.events  # the model as a step began (see :meth:`step`)
         self._uid = 0
         self._now = 1_900_000_000.0  # the auto-tag clock: one day further at every run
         catalog = Catalog(warehouse, storage_options=self.storage_options)
@@ -468,8 +470,7 @@ class Harness:
             self.events["main"] = [e for e in self.events["main"] if e[0] <= outcome["target"]]
         elif kind == "branch_create":
             tag_id = outcome["snapshot_id"]
-            main = self._before["main"] if hasattr(self, "_before") else self.events["main"]
-            self.events[args["name"]] = [(tag_id, "set", rows_at(main, tag_id))]
+            self.events[args["name"]] = [(tag_id, "set", rows_at(self._before["main"], tag_id))]
         elif kind == "branch_delete":
             self.events.pop(args["name"], None)
         elif kind == "fast_forward":
