@@ -57,7 +57,7 @@ test-fast: venv
 	$(PY) -m pytest -m "not slow and not interop"
 
 lint: venv
-	$(VENV)/bin/ruff check core tests bench dags_examples
+	$(VENV)/bin/ruff check core jobs operators sensors plugins dags_examples tests bench
 
 # pypaimon-rust (pypaimon's optional native accelerator, a benchmark side only) goes into pypaimon's venv.
 PYPAIMON_RUST_STAMP := $(PYPAIMON_VENV)/.installed-pypaimon-rust-0.4.0

@@ -14,8 +14,8 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
-from paimonflow.core.binary_row import serialize_columns
-from paimonflow.core.bucket import bucket_ids
+from paimonflow.core.data.binary_row import serialize_columns
+from paimonflow.core.data.bucket import bucket_ids
 
 
 def _strings(rng: np.random.Generator, rows: int, length: int) -> pa.Array:

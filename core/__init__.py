@@ -4,6 +4,11 @@
     >>> catalog = Catalog("/data/warehouse")
     >>> orders = catalog.get_table("shop.orders")
     >>> orders.read(filter=col("dt") == "2026-11-21", columns=["id", "amount"])
+
+Layers, lowest first (each imports only those below it; docs/architecture.md):
+``errors``/``names``/``predicate``/``faults``, then ``fs`` and ``data``, ``merge``, ``options``,
+``meta``, ``read`` and ``write``, ``maintenance``, ``compact``, and the public face ``table``,
+``catalog``, ``cli``.
 """
 
 from importlib import import_module
@@ -11,12 +16,12 @@ from importlib import import_module
 _EXPORTS = {
     "Catalog": "catalog",
     "Table": "table",
-    "CommitResult": "commit",
+    "CommitResult": "write.commit",
     "PaimonflowError": "errors",
     "col": "predicate",
-    "Observation": "watch",
-    "WatchResult": "watch",
-    "watch": "watch",
+    "Observation": "read.watch",
+    "WatchResult": "read.watch",
+    "watch": "read.watch",
 }
 
 __all__ = sorted(_EXPORTS)

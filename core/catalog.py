@@ -20,10 +20,11 @@ from .errors import (
     TableNotFoundError,
 )
 from .fs import FileIO, get_file_io, join
+from .meta.layout import MAIN_BRANCH
+from .meta.schema import Schema
+from .meta.schema_manager import SchemaManager
 from .names import parse_table_name, split_identifier, validate_name
-from .options import validate_user_options
-from .schema import Schema, SchemaManager
-from .snapshot import MAIN_BRANCH
+from .options.validate import validate_user_options
 from .table import Table
 
 DB_SUFFIX = ".db"
@@ -108,7 +109,7 @@ class Catalog:
         """Create a table and return it.
 
         ``schema`` is a pyarrow schema (with ``primary_keys``, ``partition_keys``, ``options``)
-        or a :class:`~paimonflow.core.schema.Schema`. Options are checked strictly (unknown keys
+        or a :class:`~paimonflow.core.meta.schema.Schema`. Options are checked strictly (unknown keys
         and bad values raise InvalidOptionError). Creation is atomic: ``schema/schema-0`` is
         published with create-if-absent, so two racing creators never both succeed.
         """
@@ -127,7 +128,7 @@ class Catalog:
         else:
             validate_user_options(schema.options)
         table_schema = schema.to_table_schema()
-        from .options import CoreOptions
+        from .options.core import CoreOptions
 
         CoreOptions.from_map(table_schema.options).check_combinations()
         if not manager.create(table_schema):

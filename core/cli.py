@@ -90,7 +90,7 @@ def _busy(text: str):
 
 
 def _parse_type(text: str) -> pa.DataType:
-    from .schema import to_arrow_type_from_text
+    from .meta.schema import to_arrow_type_from_text
 
     return to_arrow_type_from_text(text)
 
@@ -141,7 +141,7 @@ def describe(identifier: Identifier, warehouse: Warehouse) -> None:
     view.add_column("column")
     view.add_column("type")
     for f in table.schema.fields:
-        from .schema import type_to_json_value
+        from .meta.schema import type_to_json_value
 
         view.add_row(str(f.id), f.name, json.dumps(type_to_json_value(f.type)).strip('"'))
     console.print(view)
@@ -229,7 +229,7 @@ def write(
 def watch_(identifier: Identifier, warehouse: Warehouse, cursor: Annotated[str | None, typer.Option(
         help="The next_observation JSON printed by the previous run.")] = None) -> None:
     """Snapshots committed since a cursor (as JSON; its next_observation is the next cursor)."""
-    from .watch import Observation, watch
+    from .read.watch import Observation, watch
 
     last = Observation.from_cursor(cursor) if cursor else None
     result = watch(_catalog(warehouse).get_table(identifier).snapshot_manager, last)
@@ -255,7 +255,7 @@ def expire_snapshots_(identifier: Identifier, warehouse: Warehouse,
     """Expire old snapshots by the table's options (overridable); --dry-run shows the plan."""
     from rich.progress import Progress
 
-    from .options import parse_duration_millis
+    from .options.parse import parse_duration_millis
 
     table = _catalog(warehouse).get_table(identifier)
     with Progress(console=err_console, transient=True) as bar:
@@ -274,7 +274,7 @@ def expire_changelogs_(identifier: Identifier, warehouse: Warehouse,
                        = None, max_deletes: int | None = None, delete_all: bool = False,
                        dry_run: bool = False) -> None:
     """Expire long-lived changelogs by the table's changelog.* options (overridable)."""
-    from .options import parse_duration_millis
+    from .options.parse import parse_duration_millis
 
     table = _catalog(warehouse).get_table(identifier)
     with _busy(f"expiring changelogs of {identifier}"):
@@ -319,7 +319,7 @@ def rename_tag(identifier: Identifier, warehouse: Warehouse, old: str, new: str)
 def expire_tags(identifier: Identifier, warehouse: Warehouse, older_than: Annotated[str | None, typer.Option(
         help="Also tags without a TTL older than this, e.g. '30 d'")] = None, dry_run: bool = False) -> None:
     """Delete tags whose time-to-live ran out."""
-    from .options import parse_duration_millis
+    from .options.parse import parse_duration_millis
 
     names = _catalog(warehouse).get_table(identifier).tags.expire(
         older_than_millis=parse_duration_millis(older_than) if older_than else None, dry_run=dry_run)
@@ -405,7 +405,7 @@ def remove_orphan_files_(identifier: Identifier, warehouse: Warehouse,
                          min_older_than: Annotated[str, typer.Option(help="Refuse a shorter --older-than (the longest a writer keeps files uncommitted, plus clock skew)")] = "1 h",
                          dry_run: bool = False) -> None:
     """Delete files no snapshot or tag references (dry run first!)."""
-    from .options import parse_duration_millis
+    from .options.parse import parse_duration_millis
 
     with _busy("collecting referenced files and listing the table"):
         plan = _catalog(warehouse).get_table(identifier).remove_orphan_files(
@@ -421,7 +421,7 @@ def expire_partitions_(identifier: Identifier, warehouse: Warehouse,
                        expiration: Annotated[str | None, typer.Option(help="Default partition.expiration-time")] = None,
                        dry_run: bool = False) -> None:
     """Drop partitions older than the expiration time (by their values, or update time)."""
-    from .options import parse_duration_millis
+    from .options.parse import parse_duration_millis
 
     result = _catalog(warehouse).get_table(identifier).expire_partitions(
         expiration_millis=parse_duration_millis(expiration) if expiration else None, dry_run=dry_run)
@@ -432,7 +432,7 @@ def expire_partitions_(identifier: Identifier, warehouse: Warehouse,
 def analyze_(identifier: Identifier, warehouse: Warehouse,
              column: Annotated[list[str] | None, typer.Option(help="Only these columns; repeatable")] = None) -> None:
     """Compute table statistics and commit them as an ANALYZE snapshot."""
-    from .statistics import read_statistics
+    from .maintenance.statistics import read_statistics
 
     table = _catalog(warehouse).get_table(identifier)
     table.analyze(column)

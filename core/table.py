@@ -11,9 +11,7 @@ from functools import cache, cached_property
 import numpy as np
 import pyarrow as pa
 
-from .binary_row import deserialize_row, serialize_row
-from .commit import BATCH_COMMIT_IDENTIFIER, CommitResult, OverwriteSpec, TableCommit, new_commit_user
-from .consumer import ConsumerManager
+from .data.binary_row import deserialize_row, serialize_row
 from .errors import (
     CommitOutcomeUnknownError,
     InvalidArgumentError,
@@ -23,14 +21,21 @@ from .errors import (
     UnsupportedError,
 )
 from .fs import FileIO, join
-from .manifest_io import ManifestIO
+from .meta.consumers import ConsumerManager
+from .meta.layout import MAIN_BRANCH
+from .meta.manifest_io import ManifestIO
+from .meta.schema import TableSchema
+from .meta.schema_manager import SchemaManager
+from .meta.snapshots import CommitKind, Snapshot, SnapshotManager
+from .meta.tags import TagManager
 from .names import validate_name
-from .options import CoreOptions, MergeEngine
+from .options.core import CoreOptions
+from .options.registry import MergeEngine
 from .predicate import Predicate
-from .read import ScanPlanner, Split, SplitReader
-from .schema import SchemaManager, TableSchema, schema_for_time_travel
-from .snapshot import MAIN_BRANCH, CommitKind, Snapshot, SnapshotManager, TagManager
-from .write import TableWrite
+from .read.evolution import schema_for_time_travel
+from .read.scan import ScanPlanner, Split, SplitReader
+from .write.commit import BATCH_COMMIT_IDENTIFIER, CommitResult, OverwriteSpec, TableCommit, new_commit_user
+from .write.table_write import TableWrite
 
 
 class Table:
@@ -84,15 +89,15 @@ class Table:
     @property
     def branches(self):
         """Branch operations: create (empty or from a tag), delete, list, fast-forward
-        (:class:`~paimonflow.core.branch.BranchManager`)."""
-        from .branch import BranchManager
+        (:class:`~paimonflow.core.maintenance.branches.BranchManager`)."""
+        from .maintenance.branches import BranchManager
 
         return BranchManager(self)
 
     def switch_to_branch(self, branch: str) -> Table:
         """The same table seen through ``branch`` (``"main"`` for the main branch): its own
         snapshots, schemas, tags and consumers; reads and writes go to that branch."""
-        from .branch import open_branch
+        from .maintenance.branches import open_branch
 
         return open_branch(self, branch)
 
@@ -148,17 +153,17 @@ class Table:
 
         def compactor(writer: TableWrite):
             if not self.primary_keys:
-                from .append_compact import AppendCompactor
+                from .compact.append_rewrite import AppendCompactor
 
                 return AppendCompactor(self, writer=writer)
-            from .lsm import BucketCompactor
+            from .compact.merge_tree import BucketCompactor
 
             return BucketCompactor(self, writer=writer)
 
         vectors_cache: list = []
 
         def restore_vectors(partition: tuple[object, ...], bucket: int):
-            from .index_files import DELETION_VECTORS
+            from .meta.index_files import DELETION_VECTORS
 
             if not vectors_cache:
                 vectors_cache.append((self.deletion_vectors(latest), self.index_files_of(latest, DELETION_VECTORS)))
@@ -169,7 +174,7 @@ class Table:
 
         def restore_hashes(partition: tuple[object, ...]) -> dict:
             """``{bucket: (key hashes, HASH index file)}`` of one partition (dynamic bucket mode)."""
-            from .index_files import HASH, read_hash_file
+            from .meta.index_files import HASH, read_hash_file
 
             if overwrite:
                 return {}
@@ -189,7 +194,7 @@ class Table:
                           compactor_factory=compactor if compacting else None, spill_dir=spill_dir,
                           restore_vectors=restore_vectors, restore_hashes=restore_hashes,
                           sequence_stride=sequence_stride, sequence_offset=sequence_offset,
-                          restore_keys=lambda: self._reader().read(self.plan(snapshot_id=latest.id), columns=list(
+                          restore_keys=lambda: self.split_reader().read(self.plan(snapshot_id=latest.id), columns=list(
                               dict.fromkeys([*self.primary_keys, *self.partition_keys])))
                           if latest is not None else None)
 
@@ -197,10 +202,10 @@ class Table:
         """A committer for messages of :meth:`new_write` (one per job, on the driver).
 
         Each of its commits that creates a snapshot then runs the table's maintenance (tags,
-        expiry; :mod:`paimonflow.core.maintain`) unless the table is ``write-only``. ``clock``
+        expiry; :mod:`paimonflow.core.maintenance.post_commit`) unless the table is ``write-only``. ``clock``
         (seconds, default ``time.time``) stamps snapshots and drives that maintenance.
         """
-        from .maintain import maintain_after_commit
+        from .maintenance.post_commit import maintain_after_commit
 
         user = validate_name("commit user", commit_user) if commit_user is not None else new_commit_user(
             self.options.commit_user_prefix)
@@ -220,7 +225,7 @@ class Table:
         With ``commit_user`` and ``commit_identifier`` the commit is exactly-once: repeating it
         commits nothing and reports the existing snapshot.
         """
-        spec = self._overwrite_spec(overwrite)  # checked before any file is written
+        spec = self.overwrite_spec(overwrite)  # checked before any file is written
         if spec is not None and self.options.bucket == -1 and self.primary_keys \
                 and not set(self.partition_keys) <= set(self.primary_keys):
             raise UnsupportedError("overwrite of a cross-partition upsert table is not supported yet")
@@ -247,11 +252,14 @@ class Table:
             if not landed:  # known not committed: nothing references them
                 self.manifest_io.delete_data_files(messages)
             raise
-        from .maintain import after_batch_write
+        from .maintenance.post_commit import after_batch_write
 
         return after_batch_write(self, result)  # tag.automatic-creation=batch
 
-    def _overwrite_spec(self, overwrite: bool | Mapping[str, object]) -> OverwriteSpec | None:
+    def overwrite_spec(self, overwrite: bool | Mapping[str, object]) -> OverwriteSpec | None:
+        """What a commit with ``overwrite`` replaces: None (append), the whole table or the
+        partitions the rows touch (``True``, as ``dynamic-partition-overwrite`` says), or a static
+        partition spec (checked against the partition keys). For engines that commit themselves."""
         if overwrite is False or overwrite is None:
             return None
         if overwrite is True:
@@ -283,11 +291,11 @@ class Table:
         ``full=True`` makes every bucket one sorted run at the top level; ``full=False`` runs
         Paimon's universal compaction once per bucket (primary-key tables): it compacts only the
         buckets whose sorted runs call for it, upgrading large non-overlapping files without
-        rewriting them. Returns a :class:`~paimonflow.core.compactor.CompactionResult`.
+        rewriting them. Returns a :class:`~paimonflow.core.compact.dedicated.CompactionResult`.
         Exactly-once with a commit identity, like :meth:`write`.
         """
-        from .compactor import full_compaction, minor_compaction
-        from .maintain import forced_maintenance
+        from .compact.dedicated import full_compaction, minor_compaction
+        from .maintenance.post_commit import forced_maintenance
 
         run = full_compaction if full else minor_compaction
         with forced_maintenance():  # a dedicated compaction maintains even write-only tables, as in Paimon
@@ -298,11 +306,11 @@ class Table:
                          older_than_millis: int | None = None, max_deletes: int | None = None,
                          dry_run: bool = False, clock=None, progress=None):
         """Expire old snapshots by the table's ``snapshot.*`` options (each overridable); returns
-        an :class:`~paimonflow.core.expire.ExpireResult`. ``dry_run`` plans without deleting.
+        an :class:`~paimonflow.core.maintenance.expire.ExpireResult`. ``dry_run`` plans without deleting.
         Tags and consumers protect what they reference. Safe to rerun after a crash."""
         import time
 
-        from .expire import expire_snapshots
+        from .maintenance.expire import expire_snapshots
 
         return expire_snapshots(self, retain_min=retain_min, retain_max=retain_max,
                                 older_than_millis=older_than_millis, max_deletes=max_deletes, dry_run=dry_run,
@@ -313,10 +321,10 @@ class Table:
                           delete_all: bool = False, dry_run: bool = False, clock=None):
         """Expire long-lived changelogs (``changelog/changelog-N``) by the ``changelog.*`` options,
         each overridable; ``delete_all`` removes every changelog of a table no longer decoupled
-        (:func:`~paimonflow.core.changelog.expire_changelogs`)."""
+        (:func:`~paimonflow.core.maintenance.changelog_expire.expire_changelogs`)."""
         import time
 
-        from .changelog import expire_changelogs
+        from .maintenance.changelog_expire import expire_changelogs
 
         return expire_changelogs(self, retain_min=retain_min, retain_max=retain_max,
                                  older_than_millis=older_than_millis, max_deletes=max_deletes,
@@ -326,10 +334,10 @@ class Table:
                             min_older_than_millis: int = 0):
         """Delete files no snapshot or tag references, older than ``older_than_millis`` (default
         1 day); ``dry_run`` lists them; a window below ``min_older_than_millis`` is refused
-        (:func:`~paimonflow.core.orphans.remove_orphan_files`)."""
+        (:func:`~paimonflow.core.maintenance.orphans.remove_orphan_files`)."""
         import time
 
-        from .orphans import DEFAULT_OLDER_THAN_MILLIS, remove_orphan_files
+        from .maintenance.orphans import DEFAULT_OLDER_THAN_MILLIS, remove_orphan_files
 
         return remove_orphan_files(self, older_than_millis=DEFAULT_OLDER_THAN_MILLIS if older_than_millis is None
                                    else older_than_millis, dry_run=dry_run, clock=clock or time.time,
@@ -338,33 +346,33 @@ class Table:
     def read_changes(self, start_snapshot: int, end_snapshot: int, *, mode: str = "auto",
                      columns: Sequence[str] | None = None) -> pa.Table:
         """Rows that changed after ``start_snapshot`` up to ``end_snapshot``, with a ``rowkind``
-        column (+I/-U/+U/-D); ``mode`` auto, changelog, delta or diff (:mod:`paimonflow.core.incremental`)."""
-        from .incremental import read_changes
+        column (+I/-U/+U/-D); ``mode`` auto, changelog, delta or diff (:mod:`paimonflow.core.read.incremental`)."""
+        from .read.incremental import read_changes
 
         return read_changes(self, start_snapshot, end_snapshot, mode=mode, columns=columns)
 
     def expire_partitions(self, *, expiration_millis: int | None = None, dry_run: bool = False, clock=None,
                           commit_user: str | None = None):
         """Drop partitions older than ``partition.expiration-time`` by their values (or update
-        time); see :mod:`paimonflow.core.partition_expire`."""
+        time); see :mod:`paimonflow.core.maintenance.partition_expire`."""
         import time
 
-        from .partition_expire import expire_partitions
+        from .maintenance.partition_expire import expire_partitions
 
         return expire_partitions(self, expiration_millis=expiration_millis, dry_run=dry_run,
                                  clock=clock or time.time, commit_user=commit_user)
 
     def analyze(self, columns: Sequence[str] | None = None, *, commit_user: str | None = None):
-        """Compute table statistics and commit them as an ANALYZE snapshot (:mod:`paimonflow.core.statistics`)."""
-        from .statistics import analyze
+        """Compute table statistics and commit them as an ANALYZE snapshot (:mod:`paimonflow.core.maintenance.statistics`)."""
+        from .maintenance.statistics import analyze
 
         return analyze(self, columns, commit_user=commit_user)
 
     @property
     def tags(self):
         """Tag operations: create (from an id, the latest snapshot or a time), replace, rename,
-        delete (freeing files of expired snapshots), list, expire (:class:`~paimonflow.core.tags.Tags`)."""
-        from .tags import Tags
+        delete (freeing files of expired snapshots), list, expire (:class:`~paimonflow.core.maintenance.tags.Tags`)."""
+        from .maintenance.tags import Tags
 
         return Tags(self)
 
@@ -373,16 +381,16 @@ class Table:
         ``trigger_tag_automatic_creation``): ``tag.automatic-creation`` ``process-time`` or
         ``watermark`` tag the periods that ended, ``batch`` (re)creates the batch tag, ``none``
         does nothing; ``tag.num-retained-max`` is applied. Creates no snapshot; idempotent.
-        Returns an :class:`~paimonflow.core.auto_tag.AutoTagResult`."""
-        from .auto_tag import run_auto_tag
+        Returns an :class:`~paimonflow.core.maintenance.auto_tag.AutoTagResult`."""
+        from .maintenance.auto_tag import run_auto_tag
 
         return run_auto_tag(self, clock=clock or time.time)
 
     def rollback(self, *, snapshot_id: int | None = None, tag: str | None = None,
                  timestamp_millis: int | None = None):
         """Roll back to a snapshot, a tag or a time; later snapshots and tags go and their ids are
-        reused by the next commits (:func:`~paimonflow.core.tags.rollback`)."""
-        from .tags import rollback
+        reused by the next commits (:func:`~paimonflow.core.maintenance.rollback.rollback`)."""
+        from .maintenance.rollback import rollback
 
         return rollback(self, snapshot_id=snapshot_id, tag=tag, timestamp_millis=timestamp_millis)
 
@@ -464,7 +472,7 @@ class Table:
 
     def deletion_vectors(self, snapshot: Snapshot | None) -> dict:
         """``{(partition values, bucket): {data file name: BitMap}}`` of ``snapshot``."""
-        from .index_files import DELETION_VECTORS, read_dv_file
+        from .meta.index_files import DELETION_VECTORS, read_dv_file
 
         partition_types = [self.arrow_schema.field(k).type for k in self.partition_keys]
         out: dict = {}
@@ -491,12 +499,13 @@ class Table:
 
     @cached_property
     def index_manifest(self):
-        from .index_files import IndexManifest
+        from .meta.index_files import IndexManifest
 
         return IndexManifest(self.file_io, self.manifest_io.manifest_dir, compression=self.options.manifest_compression)
 
-    def _reader(self, schema: TableSchema | None = None, options: CoreOptions | None = None) -> SplitReader:
-        """A reader producing ``schema``'s columns (default: this table's)."""
+    def split_reader(self, schema: TableSchema | None = None, options: CoreOptions | None = None) -> SplitReader:
+        """A reader of :meth:`plan`'s splits producing ``schema``'s columns (default: this
+        table's); engines that hand splits to workers read each with it."""
         schema, options = schema or self.schema, options or self.options
         options.require_supported_for_read()
         return SplitReader(file_io=self.file_io, table_path=self.path, schema=schema, options=options,
@@ -532,7 +541,7 @@ class Table:
         """
         snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
         schema, options = self._time_travel(snapshot, travelling=_travels(snapshot_id, tag, timestamp))
-        reader = self._reader(schema, options)
+        reader = self.split_reader(schema, options)
         splits = self._plan_snapshot(snapshot, schema, options, filter=filter, read_optimized=read_optimized)
         return reader.read(splits, columns=columns, predicate=filter, merge=not read_optimized)
 
@@ -543,7 +552,7 @@ class Table:
         bounded by one split)."""
         snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
         schema, options = self._time_travel(snapshot, travelling=_travels(snapshot_id, tag, timestamp))
-        reader = self._reader(schema, options)
+        reader = self.split_reader(schema, options)
         splits = self._plan_snapshot(snapshot, schema, options, filter=filter)
         return reader.read_batches(splits, columns=columns, predicate=filter)
 
@@ -551,8 +560,8 @@ class Table:
 
     def alter(self, changes) -> Table:
         """Apply schema changes (add/drop/rename columns, widen types, set/remove options)."""
-        from .options import validate_user_options
-        from .schema import SetOption
+        from .meta.schema_changes import SetOption
+        from .options.validate import validate_user_options
 
         for change in changes:
             if isinstance(change, SetOption):
@@ -566,7 +575,7 @@ class Table:
     def system_table(self, name: str) -> pa.Table:
         """``snapshots``, ``schemas``, ``options``, ``files``, ``manifests``, ``tags``, ``index_files``
         and ``read_optimized`` (alias ``ro``) as Arrow tables."""
-        from . import system_tables
+        from .read import system_tables
 
         return system_tables.load(self, name)
 

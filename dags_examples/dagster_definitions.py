@@ -20,10 +20,15 @@ import os
 import dagster as dg
 import pyarrow as pa
 
-from paimonflow.operators.dagster_assets import TableSpec, paimon_job_op, paimon_table
-from paimonflow.operators.dagster_io import PaimonIOManager
-from paimonflow.operators.dagster_resources import PaimonResource, SparkResource
-from paimonflow.sensors.dagster_sensor import paimon_snapshot_sensor
+from paimonflow.operators.dagster import (
+    PaimonIOManager,
+    PaimonResource,
+    SparkResource,
+    TableSpec,
+    paimon_job_op,
+    paimon_table,
+)
+from paimonflow.sensors.dagster import paimon_snapshot_sensor
 
 WAREHOUSE = os.environ.get("PAIMONFLOW_WAREHOUSE", os.path.abspath("demo-warehouse"))
 LANDING = os.environ.get("PAIMONFLOW_LANDING", os.path.abspath("demo-landing"))

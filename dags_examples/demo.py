@@ -232,7 +232,7 @@ def dagster_demo(root: Path) -> None:
     import dagster as dg
 
     from paimonflow.dags_examples import dagster_definitions as example
-    from paimonflow.operators.dagster_resources import PaimonResource
+    from paimonflow.operators.dagster import PaimonResource
 
     result = example.defs.resolve_job_def("write_orders").execute_in_process(partition_key=hour)
     metadata = result.asset_materializations_for_node("paimon__shop__orders")[0].metadata

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from airflow.sdk import DAG
 
-from paimonflow.operators.paimon import PaimonWriteOperator, table_asset
+from paimonflow.operators.airflow import PaimonWriteOperator, table_asset
 
 WAREHOUSE = os.environ.get("PAIMONFLOW_WAREHOUSE", os.path.abspath("demo-warehouse"))
 LANDING = os.environ.get("PAIMONFLOW_LANDING", os.path.abspath("demo-landing"))

@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 
 from airflow.sdk import DAG
 
-from paimonflow.operators.paimon import PaimonReadChangesOperator, PaimonWriteOperator, table_asset
-from paimonflow.sensors.snapshot import PaimonSnapshotSensor
+from paimonflow.operators.airflow import PaimonReadChangesOperator, PaimonWriteOperator, table_asset
+from paimonflow.sensors.airflow import PaimonSnapshotSensor
 
 WAREHOUSE = os.environ.get("PAIMONFLOW_WAREHOUSE", os.path.abspath("demo-warehouse"))
 LANDING = os.environ.get("PAIMONFLOW_LANDING", os.path.abspath("demo-landing"))

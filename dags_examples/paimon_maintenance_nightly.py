@@ -8,7 +8,7 @@ from datetime import datetime
 
 from airflow.sdk import DAG
 
-from paimonflow.operators.paimon import (
+from paimonflow.operators.airflow import (
     PaimonCompactOperator,
     PaimonCreateTagOperator,
     PaimonExpireChangelogsOperator,

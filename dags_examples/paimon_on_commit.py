@@ -10,8 +10,8 @@ from datetime import datetime
 
 from airflow.sdk import DAG, Asset, AssetWatcher, task
 
-from paimonflow.operators.paimon import table_asset
-from paimonflow.sensors.snapshot import PaimonCommitEventTrigger
+from paimonflow.operators.airflow import table_asset
+from paimonflow.sensors.airflow import PaimonCommitEventTrigger
 
 WAREHOUSE = os.environ.get("PAIMONFLOW_WAREHOUSE", os.path.abspath("demo-warehouse"))
 TABLE = "shop.orders"

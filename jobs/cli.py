@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from paimonflow.core.errors import PaimonflowError
-from paimonflow.core.options import parse_duration_millis
+from paimonflow.core.options.parse import parse_duration_millis
 
 from .location import TableLocation, storage_options_from_env
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterable, Mapping, Sequence
 
-from paimonflow.core.compactor import commit_compaction, plan_compaction, run_compaction_task
+from paimonflow.core.compact.dedicated import commit_compaction, plan_compaction, run_compaction_task
 from paimonflow.core.faults import crash_point
 
 from .location import TableLocation

@@ -45,7 +45,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from paimonflow.core.errors import InvalidArgumentError, UnsupportedError
-from paimonflow.core.incremental import ROWKIND
+from paimonflow.core.read.incremental import ROWKIND
 
 from .location import TableLocation, location_from_options
 from .predicates import to_predicate
@@ -146,7 +146,7 @@ class PaimonflowReader(DataSourceReader):
             if not 0 <= start < end:
                 raise InvalidArgumentError(f"incremental-between needs 0 <= start < end, got {start},{end}")
             if mode == "auto":
-                from paimonflow.core.options import ChangelogProducer
+                from paimonflow.core.options.registry import ChangelogProducer
 
                 mode = ("changelog" if table.options.changelog_producer is not ChangelogProducer.NONE
                         else "diff" if table.primary_keys else "delta")
@@ -192,7 +192,7 @@ class PaimonflowReader(DataSourceReader):
             if rows.num_rows:
                 yield from _conformed(rows, self.target)
             return
-        reader = table._reader()
+        reader = table.split_reader()
         split = pickle.loads(partition.payload)
         for batch in reader.read_batches([split], columns=self.columns, predicate=self.predicate):
             if self.with_rowkind:
@@ -240,7 +240,7 @@ class PaimonflowStreamReader(DataSourceStreamReader):
         self.max_snapshots = int(self.options.get("max-snapshots-per-trigger", 100))
 
     def initialOffset(self) -> dict:
-        from paimonflow.core.stream import StreamingScan
+        from paimonflow.core.read.stream import StreamingScan
 
         snapshot_id = _first(self.options, "scan.snapshot-id", "snapshot-id")
         millis = _first(self.options, "scan.timestamp-millis", "timestamp-millis")
@@ -267,10 +267,10 @@ class PaimonflowStreamReader(DataSourceStreamReader):
     def read(self, partition: SplitPartition):
         table = self.location.open()
         if partition.kind == "split":
-            for batch in table._reader().read_batches([pickle.loads(partition.payload)], columns=self.columns):
+            for batch in table.split_reader().read_batches([pickle.loads(partition.payload)], columns=self.columns):
                 yield from _conformed(_with_insert_kind(batch) if self.with_rowkind else batch, self.target)
             return
-        from paimonflow.core.options import ChangelogProducer
+        from paimonflow.core.options.registry import ChangelogProducer
 
         snapshot = table.snapshot_manager.try_snapshot(partition.snapshot_id)
         if snapshot is None:
@@ -306,8 +306,8 @@ def _overwrite_spec(table, options: Mapping[str, str], overwrite: bool):
     static = _first(options, "overwrite-partition")
     if static:
         spec = dict(kv.split("=", 1) for kv in static.split(","))
-        return table._overwrite_spec(spec)
-    return table._overwrite_spec(True)
+        return table.overwrite_spec(spec)
+    return table.overwrite_spec(True)
 
 
 def _check_writable(table) -> None:
@@ -343,8 +343,8 @@ def _messages(messages) -> list:
 def _commit(location: TableLocation, options: Mapping[str, str], overwrite: bool, messages, *,
             commit_user: str | None, identifier: int | None) -> int | None:
     """Commit every task's messages once; on a known failure (or a replay) delete their files."""
-    from paimonflow.core.commit import BATCH_COMMIT_IDENTIFIER
     from paimonflow.core.errors import CommitOutcomeUnknownError
+    from paimonflow.core.write.commit import BATCH_COMMIT_IDENTIFIER
 
     table = location.open()
     core_messages = _messages(messages)

@@ -122,7 +122,7 @@ def remove_orphan_files(spark, location: TableLocation, *, older_than_millis: in
     directory per task); what is referenced is gathered on the driver first, and nothing is
     deleted if any snapshot, tag or branch cannot be read completely. ``min_older_than_millis``
     (default 1 hour) refuses a window short enough to delete a running writer's new files."""
-    from paimonflow.core.orphans import check_window, referenced_files, scan_roots
+    from paimonflow.core.maintenance.orphans import check_window, referenced_files, scan_roots
 
     watch = Stopwatch()
     check_window(older_than_millis, min_older_than_millis)
@@ -136,7 +136,7 @@ def remove_orphan_files(spark, location: TableLocation, *, older_than_millis: in
     kept = spark.sparkContext.broadcast(keep)
 
     def scan(root: tuple[str, bool]):
-        from paimonflow.core.orphans import find_orphans
+        from paimonflow.core.maintenance.orphans import find_orphans
 
         directory, metadata_dir = root
         return [find_orphans(location.open().file_io, directory, metadata_dir=metadata_dir, keep=kept.value,

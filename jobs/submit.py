@@ -1,10 +1,69 @@
-"""The file to hand to ``spark-submit``: ``spark-submit [spark options] <this file> <job> [job options]``.
+"""The file to hand to ``spark-submit``: ``spark-submit [spark options] <this file> <job> [job options]``,
+and the one builder of that command, :func:`submit_command`.
 
 ``python -c "import paimonflow.jobs.submit as s; print(s.__file__)"`` prints its path once
 paimonflow is installed; on a cluster ship the wheel with ``--py-files`` (see docs/spark.md).
+
+Both integrations submit through :func:`submit_command`: the Airflow operators hand its
+application and arguments to the Airflow Spark provider's ``SparkSubmitHook`` (which adds the
+Spark connection's options), the Dagster ``SparkResource`` runs :meth:`SubmitCommand.argv`.
+Storage options, credentials included, travel in the ``PAIMONFLOW_STORAGE_OPTIONS`` environment
+variable of :attr:`SubmitCommand.env`, never on argv, where ``ps`` and a scheduler's log of the
+command would show them (reliability S9).
 """
 
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
 from paimonflow.jobs.cli import main
+from paimonflow.jobs.location import STORAGE_OPTIONS_ENV, TableLocation
+from paimonflow.jobs.registry import cli_arguments
+
+APPLICATION = __file__  # the application file spark-submit runs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubmitCommand:
+    """One paimonflow job as a ``spark-submit`` application.
+
+    ``application_args`` never holds a storage option; ``env`` holds them (empty when the table's
+    storage needs none) and must be added to the environment of the ``spark-submit`` process."""
+
+    application: str = APPLICATION
+    application_args: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def argv(self, *, spark_submit: str = "spark-submit", master: str | None = None,
+             conf: Mapping[str, str] | None = None, name: str | None = None) -> list[str]:
+        """The whole command as an argument list (never a shell string):
+        ``spark_submit [--master m] [--name n] [--conf k=v ...] <application> <application_args>``."""
+        command = [spark_submit]
+        if master:
+            command += ["--master", master]
+        if name:
+            command += ["--name", name]
+        for key, value in (conf or {}).items():
+            command += ["--conf", f"{key}={value}"]
+        return [*command, self.application, *self.application_args]
+
+
+def submit_command(job: str, location: TableLocation, arguments: Mapping[str, Any], *,
+                   result_file: str) -> SubmitCommand:
+    """The command running ``job`` on ``location`` with ``arguments`` (the keyword arguments
+    :func:`paimonflow.jobs.registry.run_job` takes), writing its JSON result to ``result_file``:
+    ``--result-file <result_file> <job> -w <warehouse> -t <table> [job options]``, and the table's
+    storage options as one JSON object in ``PAIMONFLOW_STORAGE_OPTIONS``. Pure: starts nothing."""
+    args = ("--result-file", result_file, job, "-w", location.warehouse, "-t", location.identifier,
+            *cli_arguments(arguments))
+    storage = dict(location.storage_options)
+    return SubmitCommand(application_args=args, env={STORAGE_OPTIONS_ENV: json.dumps(storage)} if storage else {})
+
+
+__all__ = ["APPLICATION", "SubmitCommand", "submit_command"]
 
 if __name__ == "__main__":
     main()

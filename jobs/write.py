@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from paimonflow.core.commit import BATCH_COMMIT_IDENTIFIER
 from paimonflow.core.errors import CommitOutcomeUnknownError, InvalidArgumentError
 from paimonflow.core.faults import crash_point
+from paimonflow.core.write.commit import BATCH_COMMIT_IDENTIFIER
 
 from .location import TableLocation
 from .result import JobResult, Stopwatch
@@ -60,8 +60,8 @@ def _with_buckets(location: TableLocation):
     """mapInArrow function: append each row's bucket (fixed buckets; 0 otherwise)."""
 
     def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from paimonflow.core.bucket import bucket_ids
-        from paimonflow.core.write import conform
+        from paimonflow.core.data.bucket import bucket_ids
+        from paimonflow.core.write.conform import conform
 
         table = location.open()
         keys = list(table.schema.bucket_keys) if table.options.bucket > 0 else []
@@ -120,7 +120,7 @@ def write(spark, location: TableLocation, source: WriteSource | object, *, mode:
     location = location.pinned(table.schema.id)
     overwrite = None
     if mode == "overwrite":
-        overwrite = table._overwrite_spec(dict(overwrite_partition) if overwrite_partition else True)
+        overwrite = table.overwrite_spec(dict(overwrite_partition) if overwrite_partition else True)
     committer = table.new_commit(commit_user)
     identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
     existing = committer.already_committed(identifier) if commit_user is not None else None
@@ -157,7 +157,7 @@ def write(spark, location: TableLocation, source: WriteSource | object, *, mode:
     except BaseException:
         table.manifest_io.delete_data_files(messages)
         raise
-    from paimonflow.core.maintain import after_batch_write
+    from paimonflow.core.maintenance.post_commit import after_batch_write
 
     result = after_batch_write(table, result)  # tag.automatic-creation=batch, as Paimon's Spark writes do
     files = [f for m in messages for f in m.new_files]

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from paimonflow.core.snapshot import CommitKind
-from paimonflow.core.watch import Observation, watch
+from paimonflow.core.meta.snapshots import CommitKind
+from paimonflow.core.read.watch import Observation, watch
 
 DATA_KINDS = ("APPEND", "OVERWRITE")
 

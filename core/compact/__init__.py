@@ -1,6 +1,9 @@
-"""Primary-key (merge-tree) compaction: levels, Paimon's universal picking, and task planning.
+"""Compaction: which files to rewrite (the pickers, pure) and rewriting them: one primary-key bucket
+(:mod:`.merge_tree`), append tables (:mod:`.append_rewrite`) and the dedicated full compaction job
+(:mod:`.dedicated`).
 
-Pure functions over :class:`~paimonflow.core.manifest.DataFileMeta`; nothing here reads or writes
+The pickers: merge-tree levels, Paimon's universal picking, and task planning, as
+pure functions over :class:`~paimonflow.core.meta.manifest.DataFileMeta` that read or write no
 files. The flow for one bucket, as in Paimon's ``MergeTreeCompactManager``::
 
     levels = Levels.from_files(files, num_levels=options.num_levels, key_of=key_of)
@@ -18,6 +21,7 @@ per bucket, or :func:`plan_unaware` per partition of an unaware-bucket table, re
 :class:`AppendCompactionOptions`.
 """
 
+from ..options.compaction import AppendCompactionOptions, CompactionOptions, EarlyFullCompaction, OffPeakHours
 from .append import (
     FULL_COMPACT_MIN_FILE_NUM,
     AppendCompactTask,
@@ -27,7 +31,6 @@ from .append import (
     sequence_order,
 )
 from .levels import KeyOf, KeyRange, Levels, LevelSortedRun, SortedRun, level0_order
-from .settings import AppendCompactionOptions, CompactionOptions, EarlyFullCompaction, OffPeakHours
 from .tasks import (
     CompactStep,
     CompactTaskPlan,

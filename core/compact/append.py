@@ -1,6 +1,6 @@
 """Which files of an append table to compact, exactly as Paimon picks them.
 
-Pure functions over :class:`~paimonflow.core.manifest.DataFileMeta`; nothing here reads or writes
+Pure functions over :class:`~paimonflow.core.meta.manifest.DataFileMeta`; nothing here reads or writes
 files. Append tables have no keys and no levels: compaction concatenates small files into
 target-sized ones.
 
@@ -10,7 +10,7 @@ target-sized ones.
 * Unaware-bucket tables (``bucket = -1``) compact per partition, as Paimon's
   ``append.AppendCompactCoordinator`` planning one scan of a batch job: :func:`plan_unaware`.
 
-Thresholds come from :class:`~paimonflow.core.compact.settings.AppendCompactionOptions`::
+Thresholds come from :class:`~paimonflow.core.options.compaction.AppendCompactionOptions`::
 
     settings = AppendCompactionOptions.from_options(table.schema.options)
     picked = pick_bucketed_full(bucket_files, compaction_file_size=settings.compaction_file_size,
@@ -31,7 +31,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError
-from ..manifest import DataFileMeta
+from ..meta.manifest import DataFileMeta
 
 FULL_COMPACT_MIN_FILE_NUM = 3
 """Fewest files a bucketed full compaction rewrites, unless forced (Paimon ``FULL_COMPACT_MIN_FILE``)."""
@@ -42,7 +42,7 @@ class AppendCompactTask:
     """Files of one partition of an unaware-bucket table to rewrite together (Paimon ``AppendCompactTask``).
 
     ``partition`` is the serialized partition row, as in
-    :attr:`ManifestEntry.partition <paimonflow.core.manifest.ManifestEntry.partition>`; ``files``
+    :attr:`ManifestEntry.partition <paimonflow.core.meta.manifest.ManifestEntry.partition>`; ``files``
     come in ascending size order. Committing the task replaces exactly these files.
     """
 

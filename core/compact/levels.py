@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidArgumentError
-from ..manifest import DataFileMeta
+from ..meta.manifest import DataFileMeta
 
 KeyRange = tuple[Any, Any]
 """``(min_key, max_key)`` of a data file, each comparable with ``<`` (e.g. a tuple of key field values)."""

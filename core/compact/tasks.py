@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..manifest import DataFileMeta
+from ..meta.manifest import DataFileMeta
 from .levels import KeyOf, KeyRange, Levels, SortedRun
 from .universal import CompactUnit
 

@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError
-from ..manifest import DataFileMeta
+from ..meta.manifest import DataFileMeta
+from ..options.compaction import CompactionOptions, EarlyFullCompaction
 from .levels import LevelSortedRun
-from .settings import CompactionOptions, EarlyFullCompaction
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,7 @@ subclass :class:`~paimonflow.core.errors.FileNotFoundStorageError`. A write whos
 known (the request may or may not have been applied) raises :class:`StorageOutcomeUnknownError`.
 Error messages and ``repr`` never contain credentials.
 
-The one test suite every backend passes is ``tests/core/test_fileio_contract.py``.
+The one test suite every backend passes is ``tests/core/fs/test_fileio_contract.py``.
 """
 
 from __future__ import annotations

@@ -27,9 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from paimonflow.core import data_file as df
 from paimonflow.core.errors import DataError, InvalidOptionError, SchemaError, UnsupportedError
-from paimonflow.core.keys import last_per_key
 from paimonflow.core.merge.aggregates import (
     FieldAggregate,
     Groups,
@@ -38,6 +36,9 @@ from paimonflow.core.merge.aggregates import (
     require_retractable,
     take_or_null,
 )
+
+from ..data import data_file as df
+from ..data.keys import last_per_key
 
 _INSERT, _UPDATE_BEFORE, _UPDATE_AFTER, _DELETE = (
     df.ROW_KIND_INSERT, df.ROW_KIND_UPDATE_BEFORE, df.ROW_KIND_UPDATE_AFTER, df.ROW_KIND_DELETE)

@@ -123,7 +123,7 @@ def test_backfill_is_idempotent_when_rerun(airflow_db, spark):
 def test_event_driven_dag_and_its_watcher(airflow_db, orders):
     import asyncio
 
-    from paimonflow.sensors.snapshot import PaimonCommitEventTrigger
+    from paimonflow.sensors.airflow import PaimonCommitEventTrigger
 
     dag = load_dag("paimon_on_commit")
     condition = dag.timetable.asset_condition

@@ -77,7 +77,7 @@ def test_a_fake_secret_never_reaches_logs_xcom_or_templates(airflow_db, capfd, c
 def test_hook_reads_the_connection_and_masks_secrets():
     from airflow.sdk.log import mask_secret  # noqa: F401  (the masker the hook feeds)
 
-    from paimonflow.operators.hook import PaimonHook
+    from paimonflow.operators.airflow import PaimonHook
 
     hook = PaimonHook("paimon_secret")
     location = hook.location("lab.s")
@@ -88,17 +88,17 @@ def test_hook_reads_the_connection_and_masks_secrets():
 
 
 def test_trigger_serializes_round_trips_and_fires(airflow_db):
-    from paimonflow.sensors.snapshot import PaimonSnapshotTrigger
+    from paimonflow.sensors.airflow import PaimonSnapshotTrigger
 
     t = table("trig")
     t.write(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
-    from paimonflow.core.watch import Observation
+    from paimonflow.core.read.watch import Observation
 
     cursor = Observation.of(t.latest_snapshot()).to_dict()
     trigger = PaimonSnapshotTrigger(table="lab.trig", warehouse=str(WAREHOUSE), last_observation=cursor,
                                     poll_interval=0.2)
     path, kwargs = trigger.serialize()
-    assert path == "paimonflow.sensors.snapshot.PaimonSnapshotTrigger"
+    assert path == "paimonflow.sensors.airflow.snapshot.PaimonSnapshotTrigger"
     again = PaimonSnapshotTrigger(**json.loads(json.dumps(kwargs)))
     assert again.serialize() == (path, kwargs)
 
@@ -124,7 +124,7 @@ def test_trigger_serializes_round_trips_and_fires(airflow_db):
 def test_deferrable_sensor_defers_and_resumes(airflow_db):
     t = table("d")
     t.write(pa.table({"id": [1], "v": ["a"]}, schema=SCHEMA))
-    from paimonflow.core.watch import Observation
+    from paimonflow.core.read.watch import Observation
 
     cursor = json.dumps(Observation.of(t.latest_snapshot()).to_dict())
     threading.Timer(4.0, lambda: t.write(pa.table({"id": [2], "v": ["b"]}, schema=SCHEMA))).start()
@@ -155,7 +155,7 @@ def test_provider_and_plugin_are_registered():
 def test_macros_and_the_health_page():
     from fastapi.testclient import TestClient
 
-    from paimonflow.plugins.airflow_plugin import (
+    from paimonflow.plugins.airflow.plugin import (
         create_app,
         latest_snapshot_id,
         table_options,
@@ -260,7 +260,7 @@ def test_on_kill_cancels_the_running_spark_job(airflow_db, spark):
     nothing is committed."""
     from types import SimpleNamespace
 
-    from paimonflow.operators.paimon import PaimonWriteOperator
+    from paimonflow.operators.airflow import PaimonWriteOperator
 
     table("kill")
     operator = PaimonWriteOperator(task_id="endless", table="lab.kill", warehouse=str(WAREHOUSE), engine="spark",

@@ -65,8 +65,8 @@ def _context(task_id: str, conf: dict | None = None) -> dict:
 
 
 def _operators(table: str, conn_id: str) -> list:
-    from paimonflow.operators import paimon as p
-    from paimonflow.sensors.snapshot import PaimonSnapshotSensor
+    from paimonflow.operators import airflow as p
+    from paimonflow.sensors.airflow import PaimonSnapshotSensor
 
     c = {"table": table, "paimon_conn_id": conn_id}
     return [
@@ -133,7 +133,7 @@ def test_canaries_never_reach_logs_exceptions_xcom_or_rendered_fields(airflow_db
         texts.append(text)
         runs, failures = runs + ran, failures + failed
     # the hook did read the canaries (so the test is not vacuous)
-    from paimonflow.operators.hook import PaimonHook
+    from paimonflow.operators.airflow import PaimonHook
 
     options = PaimonHook("paimon_canary_extras").location("lab.canary").storage_options
     assert options["s3.secret-key"] == CANARIES["s3.secret-key"]
@@ -150,8 +150,7 @@ def test_canaries_never_reach_logs_exceptions_xcom_or_rendered_fields(airflow_db
 
 def test_spark_submit_command_is_an_argument_list_without_credentials(airflow_db, canary_connections,
                                                                      reliability) -> None:
-    from paimonflow.operators.hook import PaimonHook
-    from paimonflow.operators.paimon import PaimonCompactOperator, PaimonWriteOperator
+    from paimonflow.operators.airflow import PaimonCompactOperator, PaimonHook, PaimonWriteOperator
 
     hook = PaimonHook("paimon_canary_extras")
     checked = 0
@@ -175,7 +174,7 @@ def test_shell_metacharacters_in_templated_arguments_are_refused(airflow_db, tmp
                                                                  reliability) -> None:
     """``dag_run.conf`` values through Jinja: a tag name ``x; touch <tmp>/pwned`` is a typed error
     (S1 after rendering, S12), and nothing runs a shell."""
-    from paimonflow.operators.paimon import PaimonCreateTagOperator
+    from paimonflow.operators.airflow import PaimonCreateTagOperator
 
     catalog = Catalog(str(WAREHOUSE))
     catalog.create_database("lab", ignore_if_exists=True)

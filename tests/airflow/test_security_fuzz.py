@@ -27,7 +27,7 @@ from hypothesis import given, settings
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import InvalidNameError, PaimonflowError
-from paimonflow.core.snapshot import SNAPSHOT_PREFIX
+from paimonflow.core.meta.snapshots import SNAPSHOT_PREFIX
 from tests.name_fuzz import NAMES, NASTY, SETTINGS, Sandbox, tree
 
 
@@ -84,8 +84,8 @@ def _context(xcoms: dict, task_id: str, name: str) -> dict[str, Any]:
 
 
 def _operators(warehouse: str) -> list:
-    from paimonflow.operators import paimon as p
-    from paimonflow.sensors.snapshot import PaimonSnapshotSensor
+    from paimonflow.operators import airflow as p
+    from paimonflow.sensors.airflow import PaimonSnapshotSensor
 
     c = {"warehouse": warehouse, "engine": "core"}
     conf = "{{ dag_run.conf['name'] }}"
@@ -104,7 +104,7 @@ def _operators(warehouse: str) -> list:
 
 @pytest.mark.slow
 def test_fuzzed_dag_run_conf_names_through_every_templated_operator(airflow_db, tmp_path: Path, reliability) -> None:
-    from paimonflow.operators.paimon import commit_user_for
+    from paimonflow.operators.airflow import commit_user_for
 
     box = Sandbox(tmp_path)
     box.table.tags.create("keep", snapshot_id=1)

@@ -5,13 +5,10 @@ from hypothesis import strategies as st
 
 from paimonflow.core.errors import InvalidNameError, InvalidOptionError, PaimonflowError
 from paimonflow.core.names import split_identifier, validate_name
-from paimonflow.core.options import (
-    CoreOptions,
-    MergeEngine,
-    parse_duration_millis,
-    parse_memory_size,
-    validate_user_options,
-)
+from paimonflow.core.options.core import CoreOptions
+from paimonflow.core.options.parse import parse_duration_millis, parse_memory_size
+from paimonflow.core.options.registry import MergeEngine
+from paimonflow.core.options.validate import validate_user_options
 
 
 @pytest.mark.parametrize("name", ["../x", "..", ".", ".hidden", "a/b", "a\\b", "", " a", "a ", "a  b", "a\tb",

@@ -10,7 +10,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from paimonflow.core import Catalog, col
-from paimonflow.core.commit import BATCH_COMMIT_IDENTIFIER
 from paimonflow.core.errors import (
     CommitConflictError,
     DataError,
@@ -23,7 +22,14 @@ from paimonflow.core.errors import (
     TagNotFoundError,
     UnsupportedError,
 )
-from paimonflow.core.schema import AddColumn, DropColumn, RenameColumn, SetOption, UpdateColumnType
+from paimonflow.core.meta.schema_changes import (
+    AddColumn,
+    DropColumn,
+    RenameColumn,
+    SetOption,
+    UpdateColumnType,
+)
+from paimonflow.core.write.commit import BATCH_COMMIT_IDENTIFIER
 
 KV = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
                 ("name", pa.string()), ("amount", pa.float64())])
@@ -248,7 +254,7 @@ def test_deleting_an_already_deleted_file_is_a_conflict(catalog):
     t = catalog.create_table("db.t", schema)
     t.write(pa.table({"n": [1]}, schema=schema))
     entry = t.manifest_io.live_entries(t.latest_snapshot())[0]
-    from paimonflow.core.write import CommitMessage
+    from paimonflow.core.write.messages import CommitMessage
 
     drop = CommitMessage(partition=(), bucket=entry.bucket, total_buckets=entry.total_buckets, new_files=(),
                          deleted_files=(entry.file,))
@@ -433,8 +439,8 @@ def test_full_compaction_of_an_append_table_and_its_conflict(catalog):
     stale = t.plan(snapshot_id=4)[0]
     new = w.write_rewritten((), 0, pa.table({"n": [0, 1, 2, 3]}, schema=schema), np.zeros(4, np.int8),
                             np.arange(4), level=0)
-    from paimonflow.core.snapshot import CommitKind
-    from paimonflow.core.write import CommitMessage
+    from paimonflow.core.meta.snapshots import CommitKind
+    from paimonflow.core.write.messages import CommitMessage
 
     msg = CommitMessage(partition=(), bucket=0, total_buckets=-1, new_files=tuple(new), deleted_files=stale.files)
     with pytest.raises(CommitConflictError, match="already deleted"):

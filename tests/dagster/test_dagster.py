@@ -75,7 +75,7 @@ def test_write_asset_materializes_and_a_reexecution_commits_nothing(spark, defs_
 
 @pytest.mark.slow
 def test_sensor_requests_one_run_per_new_range(defs_module):
-    from paimonflow.operators.dagster_resources import PaimonResource
+    from paimonflow.operators.dagster import PaimonResource
 
     sensor = defs_module.orders_sensor
     resources = {"paimon": PaimonResource(warehouse=str(WAREHOUSE))}
@@ -123,12 +123,12 @@ def test_read_changes_job_with_the_requested_range(spark, defs_module):
 
 @pytest.mark.slow
 def test_health_checks_fail_on_small_files_and_pass_after_compaction(spark, defs_module):
-    from paimonflow.operators.dagster_resources import PaimonResource, SparkResource
+    from paimonflow.operators.dagster import PaimonResource, SparkResource
 
     catalog = Catalog(str(WAREHOUSE))
     catalog.create_table("shop.daily_sales", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
                          options={"bucket": "1"}, ignore_if_exists=True)
-    from paimonflow.core.schema import SetOption
+    from paimonflow.core.meta.schema_changes import SetOption
 
     sales = catalog.get_table("shop.daily_sales").alter([SetOption("write-only", "true")])  # writers never compact
     for i in range(7):  # seven small level-0 files in one bucket
@@ -150,7 +150,7 @@ def test_health_checks_fail_on_small_files_and_pass_after_compaction(spark, defs
 
 @pytest.mark.slow
 def test_daily_backfill_is_idempotent_and_the_io_manager_round_trips(spark, defs_module):
-    from paimonflow.operators.dagster_resources import PaimonResource, SparkResource
+    from paimonflow.operators.dagster import PaimonResource, SparkResource
 
     for n, day in enumerate(("2026-11-05", "2026-11-06")):
         land(f"daily/{day}", range(n + 2), day, float(n))
@@ -175,8 +175,7 @@ def test_daily_backfill_is_idempotent_and_the_io_manager_round_trips(spark, defs
 
 
 def test_branch_and_changelog_ops_run_in_a_job(defs_module):
-    from paimonflow.operators.dagster_assets import paimon_job_op
-    from paimonflow.operators.dagster_resources import PaimonResource, SparkResource
+    from paimonflow.operators.dagster import PaimonResource, SparkResource, paimon_job_op
 
     catalog = Catalog(str(WAREHOUSE))
     catalog.create_database("lab", ignore_if_exists=True)
@@ -202,8 +201,7 @@ def test_branch_and_changelog_ops_run_in_a_job(defs_module):
 def test_io_manager_maps_asset_partitions_to_table_partitions_and_loads_pandas():
     import pandas as pd
 
-    from paimonflow.operators.dagster_io import PaimonIOManager
-    from paimonflow.operators.dagster_resources import PaimonResource
+    from paimonflow.operators.dagster import PaimonIOManager, PaimonResource
 
     days = dg.StaticPartitionsDefinition(["2026-11-01", "2026-11-02"])
 
@@ -231,7 +229,7 @@ def test_io_manager_maps_asset_partitions_to_table_partitions_and_loads_pandas()
 
 
 def test_paimon_resource_takes_s3_secrets_from_the_environment(monkeypatch):
-    from paimonflow.operators.dagster_resources import PaimonResource, S3Storage
+    from paimonflow.operators.dagster import PaimonResource, S3Storage
 
     monkeypatch.setenv("TEST_S3_SECRET", "env-secret-value")
     resource = PaimonResource(warehouse="s3://lake/wh",
@@ -249,3 +247,31 @@ def test_paimon_resource_takes_s3_secrets_from_the_environment(monkeypatch):
     result = show.execute_in_process(resources={"paimon": resource})
     assert result.output_for_node("options") == {"s3.endpoint": "http://127.0.0.1:9", "s3.access-key": "AK",
                                                  "s3.secret-key": "env-secret-value"}
+
+
+def test_spark_resource_submits_the_shared_command_with_credentials_in_the_environment(monkeypatch, tmp_path):
+    """``SparkResource(submit=True)`` runs :func:`paimonflow.jobs.submit.submit_command`'s argv; the
+    S3 secret travels in ``PAIMONFLOW_STORAGE_OPTIONS`` only (reliability S9)."""
+    import paimonflow.operators.dagster.resources as resources
+    from paimonflow.jobs.submit import APPLICATION
+    from paimonflow.operators.dagster import PaimonResource, S3Storage, SparkResource
+
+    calls = []
+
+    def fake_run(argv, **kwargs):
+        calls.append((argv, kwargs["env"]))
+        result_file = argv[argv.index("--result-file") + 1]
+        with open(result_file, "w") as out:
+            out.write('{"job": "compact", "snapshot_id": 7}')
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(resources.subprocess, "run", fake_run)
+    paimon = PaimonResource(warehouse="s3://lake/wh", storage=S3Storage(region="eu-west-1", secret_key="sk-8d1f"))
+    spark = SparkResource(master="yarn", conf={"spark.ui.enabled": "false"}, submit=True, spark_submit="/opt/spark-submit")
+    assert spark.run("compact", paimon, "shop.orders", {"full": True}) == {"job": "compact", "snapshot_id": 7}
+    [(argv, env)] = calls
+    assert argv[:7] == ["/opt/spark-submit", "--master", "yarn", "--name", "paimonflow-compact", "--conf",
+                        "spark.ui.enabled=false"]
+    assert argv[7] == APPLICATION and argv[10:] == ["compact", "-w", "s3://lake/wh", "-t", "shop.orders", "--full"]
+    assert not any("sk-8d1f" in a or "s3." in a for a in argv)
+    assert json.loads(env["PAIMONFLOW_STORAGE_OPTIONS"]) == {"s3.region": "eu-west-1", "s3.secret-key": "sk-8d1f"}

@@ -23,8 +23,8 @@ import pytest
 from hypothesis import given, settings
 
 from paimonflow.core.errors import InvalidNameError, PaimonflowError
-from paimonflow.operators.dagster_resources import PaimonResource, S3Storage
-from paimonflow.sensors.dagster_sensor import paimon_snapshot_sensor
+from paimonflow.operators.dagster import PaimonResource, S3Storage
+from paimonflow.sensors.dagster import paimon_snapshot_sensor
 from tests.name_fuzz import NAMES, NASTY, SETTINGS, Sandbox
 
 CANARIES = {"TEST_CANARY_ACCESS": "CANARY-dg-ak-1c5e", "TEST_CANARY_SECRET": "CANARY-dg-sk-77b0",

@@ -20,8 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from paimonflow.core.schema import Schema
-from paimonflow.core.types import from_arrow, type_to_json
+from paimonflow.core.data.types import from_arrow, type_to_json
+from paimonflow.core.meta.schema import Schema
 
 REPO = Path(__file__).resolve().parents[2]
 PEER_DIR = Path(os.environ.get("PAIMONFLOW_JAVA_PEER", REPO / "build" / "java-peer"))

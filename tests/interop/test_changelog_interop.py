@@ -48,7 +48,7 @@ def test_pypaimon_reads_our_changelogs_and_the_table_after_decoupled_expiry(tmp_
     seen = json.loads(proc.stdout)
     assert (seen["earliest"], seen["latest"]) == (1, 4)
     assert [c["id"] for c in seen["changelogs"]] == [1, 2, 3, 4]
-    from paimonflow.core.changelog import ChangelogManager
+    from paimonflow.core.meta.changelogs import ChangelogManager
 
     mine = ChangelogManager(t.file_io, t.path)
     assert [c["changelog_list"] for c in seen["changelogs"]] == [

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from paimonflow.core.consumer import Consumer, ConsumerManager
 from paimonflow.core.fs import LocalFileIO
+from paimonflow.core.meta.consumers import Consumer, ConsumerManager
 from tests.interop.oracle import oracle_python
 
 pytestmark = pytest.mark.interop

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from paimonflow.core import Catalog
-from paimonflow.core.schema import AddColumn, DropColumn, RenameColumn
+from paimonflow.core.meta.schema_changes import AddColumn, DropColumn, RenameColumn
 
 from .java_peer import JavaPeer, without_kinds
 from .oracle import canonical
@@ -25,7 +25,7 @@ from .oracle import canonical
 pytestmark = [pytest.mark.interop, pytest.mark.java]
 
 # The Java peer moves data as Arrow; it has no struct or map vectors, so nested types stay in
-# tests/core/test_avro_data.py (hand-written Java schemas).
+# tests/core/data/test_avro_data.py (hand-written Java schemas).
 FLAT = pa.schema([
     pa.field("id", pa.int64(), nullable=False), ("name", pa.string()), ("tiny", pa.int8()), ("small", pa.int16()),
     ("flag", pa.bool_()), ("ratio", pa.float32()), ("big", pa.float64()), ("price", pa.decimal128(10, 2)),

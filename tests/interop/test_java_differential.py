@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import InvalidOptionError
-from paimonflow.core.options import CoreOptions
+from paimonflow.core.options.core import CoreOptions
 
 from .differential import TableKind, all_table_kinds, cases, creation_errors, verdict
 from .java_peer import JavaPeer, JavaPeerError

@@ -31,8 +31,8 @@ import pyarrow as pa
 import pytest
 
 from paimonflow.core import Catalog
-from paimonflow.core.schema import AddColumn, DropColumn, RenameColumn, UpdateColumnType
-from paimonflow.core.stream import StreamingScan
+from paimonflow.core.meta.schema_changes import AddColumn, DropColumn, RenameColumn, UpdateColumnType
+from paimonflow.core.read.stream import StreamingScan
 
 from .dataset import (
     DAYS,

@@ -123,7 +123,7 @@ def test_other_file_formats_both_ways(tmp_path, file_format):
 
 
 def test_schema_evolution_both_ways(tmp_path):
-    from paimonflow.core.schema import AddColumn, DropColumn, RenameColumn
+    from paimonflow.core.meta.schema_changes import AddColumn, DropColumn, RenameColumn
 
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.string()), ("b", pa.int32())])
     first = pa.table({"id": [1, 2], "a": ["x", "y"], "b": [10, 20]}, schema=schema)
@@ -162,7 +162,7 @@ def test_time_travel_across_schema_evolution_both_ways(tmp_path, primary_key):
     the table's latest schema."""
     import time
 
-    from paimonflow.core.schema import AddColumn, DropColumn, RenameColumn
+    from paimonflow.core.meta.schema_changes import AddColumn, DropColumn, RenameColumn
 
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a", pa.string()), ("b", pa.int32())])
     evolved_schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("a2", pa.string()), ("c", pa.float64())])

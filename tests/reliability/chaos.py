@@ -94,7 +94,7 @@ def read_logs(log_dir: str | Path, prefix: str, event: str | None = None) -> lis
 def open_table(warehouse: str, storage_options: Mapping[str, str] | None, identifier: str,
                check_then_rename: bool = False) -> Table:
     if check_then_rename:
-        from tests.core.test_concurrent_commits import CheckThenRenameFileIO
+        from tests.core.write.test_concurrent_commits import CheckThenRenameFileIO
 
         return Catalog(warehouse, file_io=CheckThenRenameFileIO()).get_table(identifier)
     return Catalog(warehouse, storage_options=dict(storage_options) if storage_options else None).get_table(identifier)

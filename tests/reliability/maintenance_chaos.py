@@ -43,10 +43,10 @@ import pyarrow as pa
 
 from paimonflow.core import Catalog
 from paimonflow.core import errors as E
-from paimonflow.core.branch import BranchManager, open_branch
-from paimonflow.core.changelog import ChangelogManager
 from paimonflow.core.fs import join
-from paimonflow.core.stream import StreamingScan
+from paimonflow.core.maintenance.branches import BranchManager, open_branch
+from paimonflow.core.meta.changelogs import ChangelogManager
+from paimonflow.core.read.stream import StreamingScan
 from paimonflow.core.table import Table
 from tests.reliability import chaos
 from tests.reliability.oracle import garbage, missing_needed_files, needed_files, snapshot_ids_on_storage

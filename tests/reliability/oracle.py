@@ -9,13 +9,13 @@ from __future__ import annotations
 import contextlib
 import re
 
-from paimonflow.core.binary_row import deserialize_row
-from paimonflow.core.changelog import ChangelogManager
+from paimonflow.core.data.binary_row import deserialize_row
 from paimonflow.core.errors import FileNotFoundStorageError
 from paimonflow.core.fs import join
-from paimonflow.core.snapshot import Snapshot
+from paimonflow.core.meta.changelogs import ChangelogManager
+from paimonflow.core.meta.layout import bucket_directory
+from paimonflow.core.meta.snapshots import Snapshot
 from paimonflow.core.table import Table
-from paimonflow.core.write import bucket_directory
 
 METADATA_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog", "branch")
 _TEMP_FILE = re.compile(r"^\..+\.tmp$")  # a write in progress, or a crashed one: .<name>.<id>.tmp
@@ -74,12 +74,12 @@ def needed_files(table: Table) -> tuple[set[str], list[str]]:
             if table.file_io.exists(kept_list):
                 referenced.add(kept_list)
                 referenced.update(join(mio.manifest_dir, m.file_name)
-                                  for m in mio._lists.read(snapshot.changelog_manifest_list))
+                                  for m in mio.manifest_list(snapshot.changelog_manifest_list))
                 with contextlib.suppress(FileNotFoundStorageError):  # and the changelog files left
                     referenced.update(path_of(e) for e in mio.changelog_entries(snapshot))
         for name in lists:
             if name and need(join(mio.manifest_dir, name)):
-                for meta in mio._lists.read(name):
+                for meta in mio.manifest_list(name):
                     need(join(mio.manifest_dir, meta.file_name))
         if snapshot.index_manifest and need(join(mio.manifest_dir, snapshot.index_manifest)):
             for e in table.index_manifest.read(snapshot.index_manifest):
@@ -114,7 +114,7 @@ def needed_files(table: Table) -> tuple[set[str], list[str]]:
         if changelog is None or not changelog.changelog_manifest_list:
             continue
         if need(join(mio.manifest_dir, changelog.changelog_manifest_list)):
-            for meta in mio._lists.read(changelog.changelog_manifest_list):
+            for meta in mio.manifest_list(changelog.changelog_manifest_list):
                 need(join(mio.manifest_dir, meta.file_name))
             try:
                 entries = mio.changelog_entries(changelog)
@@ -140,7 +140,7 @@ def _files(table: Table, path: str) -> list[str]:
 def garbage(table: Table) -> set[str]:
     """I8: what a crash may leave and orphan removal must collect: files outside the metadata
     directories that no retained snapshot or tag of any branch needs, and temp files anywhere."""
-    from paimonflow.core.branch import BranchManager, open_branch
+    from paimonflow.core.maintenance.branches import BranchManager, open_branch
 
     needed, _ = needed_files(table)
     for name in BranchManager(table).list():

@@ -48,10 +48,10 @@ from hypothesis.stateful import (
 )
 
 from paimonflow.core import Catalog
-from paimonflow.core.auto_tag import AutoTagSettings
 from paimonflow.core.errors import InvalidArgumentError
-from paimonflow.core.orphans import referenced_files, remove_orphan_files
-from paimonflow.core.tags import Tags
+from paimonflow.core.maintenance.orphans import referenced_files, remove_orphan_files
+from paimonflow.core.maintenance.tags import Tags
+from paimonflow.core.options.tagging import AutoTagSettings
 from tests.reliability.oracle import missing_needed_files
 
 MINUTE = 60_000

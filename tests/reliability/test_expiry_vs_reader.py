@@ -36,8 +36,8 @@ import pytest
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import FileNotFoundStorageError, PaimonflowError
-from paimonflow.core.expire import entry_path_resolver
-from paimonflow.core.orphans import referenced_files
+from paimonflow.core.maintenance.orphans import referenced_files
+from paimonflow.core.meta.references import entry_path_resolver
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
 IDENTIFIER = "db.t"
@@ -67,7 +67,7 @@ def reader_main(conn, warehouse: str, protection: str, reader_id: str) -> None:
         conn.send(("planned", snapshot_id))
         assert conn.recv() == "go"
         try:
-            rows = table._reader().read(splits)
+            rows = table.split_reader().read(splits)
             conn.send(("rows", rows_of(rows)))
         except PaimonflowError as exc:
             conn.send(("error", type(exc).__name__, isinstance(exc, FileNotFoundStorageError), str(exc)))

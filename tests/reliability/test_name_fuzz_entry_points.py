@@ -29,9 +29,9 @@ from typer.testing import CliRunner
 
 from paimonflow.core import Catalog
 from paimonflow.core.cli import app
+from paimonflow.core.data.partition import escape_path_name
 from paimonflow.core.errors import InvalidNameError, PaimonflowError
 from paimonflow.core.names import validate_name
-from paimonflow.core.partition import escape_path_name
 from tests.name_fuzz import NAMES, NASTY, SETTINGS, tree
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),

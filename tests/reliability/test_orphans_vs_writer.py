@@ -33,7 +33,7 @@ import pytest
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import FileNotFoundStorageError, InvalidArgumentError, PaimonflowError
-from paimonflow.core.orphans import referenced_files, remove_orphan_files
+from paimonflow.core.maintenance.orphans import referenced_files, remove_orphan_files
 
 SCHEMA = pa.schema([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
 IDENTIFIER = "db.t"

@@ -45,13 +45,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from paimonflow.core import Catalog
-from paimonflow.core.changelog import ChangelogManager
-from paimonflow.core.consumer import Consumer
 from paimonflow.core.errors import InvalidNameError, InvalidOptionError, PaimonflowError
+from paimonflow.core.meta.changelogs import ChangelogManager
+from paimonflow.core.meta.consumers import Consumer
+from paimonflow.core.meta.schema import TableSchema
+from paimonflow.core.meta.snapshots import Snapshot
 from paimonflow.core.names import NAME_KINDS, validate_name
-from paimonflow.core.options import KNOWN_KEYS, CoreOptions
-from paimonflow.core.schema import TableSchema
-from paimonflow.core.snapshot import Snapshot
+from paimonflow.core.options.core import CoreOptions
+from paimonflow.core.options.validate import KNOWN_KEYS
 
 SCHEMA = pa.schema([pa.field("dt", pa.string(), nullable=False), pa.field("id", pa.int64(), nullable=False),
                     ("v", pa.string())])

@@ -390,7 +390,7 @@ def test_negative_control_a_commit_that_cleans_up_after_an_unknown_outcome_is_ca
     """The harness must catch the classic bug (cleaning up and retrying after an ambiguous
     publish): with it, the snapshot that did land loses its manifests, or the commit lands twice."""
     from paimonflow.core.errors import StorageError
-    from paimonflow.core.snapshot import LATEST, SnapshotManager
+    from paimonflow.core.meta.snapshots import LATEST, SnapshotManager
 
     def try_publish_naively(self: SnapshotManager, snapshot) -> bool:
         try:

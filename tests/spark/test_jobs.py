@@ -192,21 +192,45 @@ def test_python_api_returns_the_same_results(spark, wh, tmp_path):
     assert sorted(k[0] for k in rows(wh)) == [1, 2, 3]
 
 
+def test_submit_command_puts_arguments_on_argv_and_storage_options_in_the_environment():
+    """The one spark-submit builder (Airflow operators and the Dagster resource both use it)."""
+    from paimonflow.jobs.submit import APPLICATION, submit_command
+
+    location = TableLocation("s3://lake/wh", "shop.orders$branch_b",
+                             {"s3.region": "eu-west-1", "s3.secret-key": "fake-secret-3e1a"})
+    command = submit_command("compact", location, {"full": True, "partitions": ["dt=2026-11-21"], "buckets": None,
+                                                   "commit_user": "u1", "commit_identifier": 1},
+                             result_file="/tmp/result.json")
+    assert command.application == APPLICATION and APPLICATION.endswith("submit.py")
+    assert command.argv(master="local[1]", conf={"spark.ui.enabled": "false"}, name="paimonflow-compact") == [
+        "spark-submit", "--master", "local[1]", "--name", "paimonflow-compact", "--conf", "spark.ui.enabled=false",
+        APPLICATION, "--result-file", "/tmp/result.json", "compact", "-w", "s3://lake/wh", "-t",
+        "shop.orders$branch_b", "--full", "--partition", "dt=2026-11-21", "--commit-user", "u1",
+        "--commit-identifier", "1"]
+    assert json.loads(command.env["PAIMONFLOW_STORAGE_OPTIONS"]) == dict(location.storage_options)
+    assert "fake-secret" not in repr(command) and not any("s3." in a for a in command.argv())
+    assert submit_command("analyze", TableLocation("/wh", "db.t"), {}, result_file="r").env == {}
+
+
 @pytest.mark.slow
 def test_spark_submit_runs_a_job(wh, tmp_path):
-    """The real ``spark-submit`` with the job file (as on a cluster, minus the shipping)."""
-    import paimonflow.jobs.submit as submit
+    """The real ``spark-submit`` with the job file (as on a cluster, minus the shipping), through the
+    command the integrations build."""
+    from paimonflow.jobs.submit import submit_command
 
     bin_dir = os.path.dirname(sys.executable)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYSPARK_PYTHON": sys.executable,
            "SPARK_LOCAL_IP": "127.0.0.1"}
-    proc = subprocess.run([os.path.join(bin_dir, "spark-submit"), "--master", "local[1]", "--driver-memory", "1g",
-                           "--conf", "spark.ui.enabled=false", submit.__file__, "write", "-w", wh, "-t", "db.t",
-                           "--path", source(tmp_path, "a", range(12), "a")],
-                          capture_output=True, text=True, timeout=600, env=env)
+    result_file = tmp_path / "result.json"
+    command = submit_command("write", TableLocation(wh, "db.t"), {"path": source(tmp_path, "a", range(12), "a")},
+                             result_file=str(result_file))
+    argv = command.argv(spark_submit=os.path.join(bin_dir, "spark-submit"), master="local[1]",
+                        conf={"spark.ui.enabled": "false", "spark.driver.memory": "1g"})
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, env={**env, **command.env})
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["job"] == "write" and result["rows_written"] == 12 and result["snapshot_id"] == 1
+    assert json.loads(result_file.read_text()) == result
 
 
 def test_auto_tag_job_and_batch_tags_after_the_write_job(spark, tmp_path):

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from airflow.sdk import DAG
 
-from paimonflow.operators.paimon import (
+from paimonflow.operators.airflow import (
     PaimonAnalyzeOperator,
     PaimonBranchOperator,
     PaimonCompactOperator,
@@ -23,7 +23,7 @@ from paimonflow.operators.paimon import (
     PaimonWriteOperator,
     table_asset,
 )
-from paimonflow.sensors.snapshot import PaimonSnapshotSensor
+from paimonflow.sensors.airflow import PaimonSnapshotSensor
 
 WAREHOUSE = os.environ["PAIMONFLOW_WAREHOUSE"]
 LANDING = os.environ["PAIMONFLOW_LANDING"]

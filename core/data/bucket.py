@@ -1,0 +1,141 @@
+"""Paimon's fixed-bucket function, vectorized: MurmurHash3 over the bucket key's BinaryRow.
+
+Java computes ``Math.abs(bucketKey.hashCode() % numBuckets)`` where ``hashCode`` is
+``MurmurHashUtils.hashBytesByWords`` (MurmurHash3 x86_32, seed 42) over the BinaryRow bytes of the
+bucket key, row kind ``+I``, without the arity prefix. A BinaryRow's length is always a multiple of
+8, so the hash reads whole little-endian 4-byte words and has no tail; the finalizer mixes in the
+length in bytes. Everything here runs over whole numpy columns; rows of different lengths (long
+strings) are hashed in groups of equal length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .binary_row import EncodedRows, serialize_columns
+
+SEED = 42
+_C1 = 0xCC9E2D51
+_C2 = 0x1B873593
+_WORD = np.dtype("<u4")
+
+
+def _mix_words(words: np.ndarray) -> np.ndarray:
+    """Murmur body over the columns of ``words`` (rows x words, uint32), returning h1 per row."""
+    rows, width = words.shape
+    h = np.full(rows, SEED, dtype=np.uint32)
+    k = np.empty(rows, dtype=np.uint32)
+    t = np.empty(rows, dtype=np.uint32)
+    for i in range(width):
+        np.multiply(words[:, i], _C1, out=k)
+        np.left_shift(k, 15, out=t)
+        np.right_shift(k, 17, out=k)
+        np.bitwise_or(k, t, out=k)
+        np.multiply(k, _C2, out=k)
+        np.bitwise_xor(h, k, out=h)
+        np.left_shift(h, 13, out=t)
+        np.right_shift(h, 19, out=h)
+        np.bitwise_or(h, t, out=h)
+        np.multiply(h, 5, out=h)
+        np.add(h, 0xE6546B64, out=h)
+    return h
+
+
+def _finish(h: np.ndarray, lengths: int | np.ndarray) -> np.ndarray:
+    """Murmur3 ``fmix(h ^ length)``, in place; returns the hashes as signed int32 (Java ints)."""
+    np.bitwise_xor(h, np.asarray(lengths).astype(np.uint32), out=h)
+    t = np.empty_like(h)
+    np.right_shift(h, 16, out=t)
+    np.bitwise_xor(h, t, out=h)
+    np.multiply(h, 0x85EBCA6B, out=h)
+    np.right_shift(h, 13, out=t)
+    np.bitwise_xor(h, t, out=h)
+    np.multiply(h, 0xC2B2AE35, out=h)
+    np.right_shift(h, 16, out=t)
+    np.bitwise_xor(h, t, out=h)
+    return h.view(np.int32)
+
+
+def _hash_uniform(buffer: np.ndarray, start: int, rows: int, width: int) -> np.ndarray:
+    words = buffer[start : start + rows * width].view(_WORD).reshape(rows, width // 4)
+    return _finish(_mix_words(words), width)
+
+
+def murmur_hash_words(buffer: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Java's ``MurmurHashUtils.hashBytesByWords`` of every row ``buffer[offsets[i]:offsets[i+1]]``.
+
+    ``buffer`` is a 1-D uint8 array and ``offsets`` an int array of ``n + 1`` non-decreasing
+    positions; every row length must be a multiple of 4 (BinaryRows are multiples of 8). Returns
+    int32 hashes, one per row. Raises ``ValueError`` for a row length that is not a multiple of 4.
+    """
+    buffer = np.ascontiguousarray(buffer, dtype=np.uint8)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n = len(offsets) - 1
+    if n <= 0:
+        return np.zeros(0, dtype=np.int32)
+    lengths = np.diff(offsets)
+    if bool((lengths % 4).any()) or bool((lengths < 0).any()):
+        raise ValueError("every row length must be a non-negative multiple of 4 bytes")
+    first = int(lengths[0])
+    if bool((lengths == first).all()):
+        return _hash_uniform(buffer, int(offsets[0]), n, first)
+    out = np.empty(n, dtype=np.int32)
+    for length in np.unique(lengths).tolist():
+        rows = np.flatnonzero(lengths == length)
+        byte_index = offsets[rows][:, None] + np.arange(length, dtype=np.int64)
+        words = buffer[byte_index].view(_WORD)
+        out[rows] = _finish(_mix_words(words), length)
+    return out
+
+
+def _hash_encoded(rows: EncodedRows) -> np.ndarray:
+    if rows.row_width is not None:
+        return _hash_uniform(rows.buffer, int(rows.offsets[0]), len(rows), rows.row_width)
+    return murmur_hash_words(rows.buffer, rows.offsets)
+
+
+def murmur_hash_bytes(data: bytes) -> int:
+    """The Java ``hashBytesByWords`` of one byte string (length a multiple of 4), as a signed int."""
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    return int(murmur_hash_words(buffer, np.array([0, len(data)]))[0])
+
+
+def hash_codes(
+    columns: Sequence[pa.Array | pa.ChunkedArray],
+    *,
+    precisions: Sequence[int | None] | None = None,
+) -> np.ndarray:
+    """Java's ``BinaryRow.hashCode()`` of the bucket-key row of every row of ``columns`` (int32).
+
+    ``columns`` are the bucket-key columns in bucket-key order; ``precisions`` as in
+    :func:`paimonflow.core.data.binary_row.serialize_columns`.
+    """
+    return _hash_encoded(serialize_columns(columns, precisions=precisions))
+
+
+def buckets_of_hashes(hashes: np.ndarray, num_buckets: int) -> np.ndarray:
+    """Java ``Math.abs(hash % numBuckets)`` of int32 hashes (remainder truncated toward zero)."""
+    if num_buckets <= 0:
+        raise ValueError(f"num_buckets must be positive, got {num_buckets}")
+    remainder = np.fmod(np.asarray(hashes, dtype=np.int64), num_buckets)
+    return np.abs(remainder).astype(np.int32)
+
+
+def bucket_ids(
+    columns: Sequence[pa.Array | pa.ChunkedArray],
+    num_buckets: int,
+    *,
+    precisions: Sequence[int | None] | None = None,
+) -> np.ndarray:
+    """The fixed bucket (``0 <= b < num_buckets``, int32) of every row, exactly as Paimon assigns it.
+
+    ``columns`` are the bucket-key columns (option ``bucket-key``, else the primary key without
+    partition fields), in that order. Raises ``ValueError`` if ``num_buckets`` is not positive and
+    :class:`~paimonflow.core.errors.UnsupportedError` for key types a BinaryRow cannot hold.
+    """
+    if num_buckets <= 0:
+        raise ValueError(f"num_buckets must be positive, got {num_buckets}")
+    return buckets_of_hashes(hash_codes(columns, precisions=precisions), num_buckets)

@@ -1,0 +1,151 @@
+"""Rollback to a snapshot or a tag (Apache Paimon's ``RollbackHelper``): every snapshot, tag and
+long-lived changelog after the target is dropped, with the files only they needed; snapshot ids are
+then reused by the next commits. The ``ROLLBACK`` marker handshake keeps it apart from expiry,
+tag creation and other rollbacks (:mod:`paimonflow.core.meta.snapshots`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from ..errors import (
+    FileNotFoundStorageError,
+    InvalidArgumentError,
+    MaintenanceConflictError,
+    SnapshotNotFoundError,
+)
+from ..fs import join
+from ..meta.manifest import FileKind
+from ..meta.references import files_of_other_branches, metadata_files, restored_from_tag
+from ..meta.snapshots import Snapshot
+from .tags import Tags
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rollback:
+    target: int
+    removed_snapshots: tuple[int, ...]
+    removed_tags: tuple[str, ...]
+    deleted_files: int
+
+
+def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
+             timestamp_millis: int | None = None) -> Rollback:
+    """Roll the table back to a snapshot, a tag or the last snapshot at or before a time.
+
+    Snapshots and tags after the target go (newest first, the snapshot files before their data
+    so a reader never meets a snapshot with missing files); the target becomes the latest, and
+    the next commit reuses the following id. Rolling back to a tag whose snapshot expired brings
+    that snapshot back from the tag.
+    """
+    manager = table.snapshot_manager
+    given = sum(x is not None for x in (snapshot_id, tag, timestamp_millis))
+    if given != 1:
+        raise InvalidArgumentError("give exactly one of snapshot_id, tag and timestamp_millis")
+    if tag is not None:
+        target = Tags(table).get(tag)
+    elif timestamp_millis is not None:
+        target = manager.snapshot_at_or_before_time(int(timestamp_millis))
+        if target is None:
+            raise SnapshotNotFoundError(f"no snapshot at or before {timestamp_millis}")
+    else:
+        target = manager.snapshot(int(snapshot_id))
+    # the handshake with expiry, tag creation and branch creation: the marker first, then the
+    # checks, then the target once more (an expiry that finished before the marker took it)
+    what = f"table {table.identifier}: rollback to snapshot {target.id} refused"
+    manager.claim_rollback(target.id, what)
+    try:  # nothing is deleted yet: any failure here releases the marker
+        if tag is not None:
+            if Tags(table).get(tag).id != target.id:
+                raise MaintenanceConflictError(f"{what}: tag {tag!r} was changed meanwhile; retry")
+            if not manager.exists(target.id):
+                plain = restored_from_tag(table, target)
+                table.file_io.write_bytes(manager.path(target.id), plain.to_json())
+        else:
+            manager.snapshot(target.id)  # an expiry that finished before the marker took it
+    except BaseException:
+        manager.end_rollback(target.id)
+        raise
+    done = _rollback_to(table, target)  # a failure from here on keeps the marker: rerun to finish
+    manager.end_rollback(target.id)
+    return done
+
+
+def _rollback_to(table, target: Snapshot) -> Rollback:
+    manager = table.snapshot_manager
+    later = [sid for sid in manager.list_ids() if sid > target.id]
+    tags = Tags(table)
+    later_tags = sorted(n for n, t in tags.list().items() if t.id > target.id)
+    # what the removed snapshots added that the target does not hold
+    keep_data = {(e.partition, e.bucket, e.file.file_name) for e in table.manifest_io.live_entries(target)}
+    keep_meta = set(metadata_files(table, target))
+    others = files_of_other_branches(table)  # other branches may share these files
+    keep_data |= others.data
+    keep_meta |= others.metadata
+    for t in tags.list().values():
+        if t.id <= target.id:
+            keep_meta |= set(metadata_files(table, t))
+            keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in table.manifest_io.live_entries(t)}
+    doomed: list[str] = []
+    partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
+    from ..data.binary_row import deserialize_row
+    from ..meta.layout import bucket_directory
+
+    def path_of(e) -> str:
+        values = tuple(deserialize_row(e.partition, partition_types))
+        return e.file.external_path or join(bucket_directory(table.path, table.schema, table.options, values,
+                                                             e.bucket), e.file.file_name)
+
+    first_removed = next((s for s in map(manager.try_snapshot, later) if s is not None), None)
+    if first_removed is not None:  # files added between the target and it (their snapshots expired)
+        with contextlib.suppress(FileNotFoundStorageError):
+            doomed += [path_of(e) for e in table.manifest_io.live_entries(first_removed)
+                       if (e.partition, e.bucket, e.file.file_name) not in keep_data]
+    for sid in later:
+        snap = manager.try_snapshot(sid)
+        if snap is None:
+            continue
+        mio = table.manifest_io
+        with contextlib.suppress(FileNotFoundStorageError):
+            for m in mio.manifest_list(snap.delta_manifest_list):
+                for e in mio.manifest_entries(m.file_name):
+                    if e.kind is FileKind.ADD and (e.partition, e.bucket, e.file.file_name) not in keep_data:
+                        doomed.append(path_of(e))
+        with contextlib.suppress(FileNotFoundStorageError):  # a branch made from it may share them
+            doomed += [path_of(e) for e in mio.changelog_entries(snap)
+                       if (e.partition, e.bucket, e.file.file_name) not in keep_data]
+        doomed += [p for p in metadata_files(table, snap) if p not in keep_meta]
+    # long-lived changelogs after the target go too (Paimon's RollbackHelper): their ids are reused
+    from ..meta.changelogs import ChangelogManager
+    from ..meta.references import manifest_files
+
+    changelogs = ChangelogManager(table.file_io, table.path, table.branch)
+    later_changelogs = [cid for cid in changelogs.list_ids() if cid > target.id]
+    for cid in later_changelogs:
+        changelog = changelogs.try_changelog(cid)
+        if changelog is None or not changelog.changelog_manifest_list:
+            continue  # producer none: its delta files become orphans if nothing else needs them
+        with contextlib.suppress(FileNotFoundStorageError):
+            doomed += [path_of(e) for e in table.manifest_io.changelog_entries(changelog)
+                       if (e.partition, e.bucket, e.file.file_name) not in keep_data]
+        doomed += [p for p in manifest_files(table, [changelog.changelog_manifest_list]) if p not in keep_meta]
+    for name in later_tags:
+        table.file_io.delete(table.tag_manager.tag_path(name))
+    for sid in sorted(later, reverse=True):
+        with contextlib.suppress(FileNotFoundStorageError):
+            table.file_io.delete(manager.path(sid))
+    for cid in sorted(later_changelogs, reverse=True):
+        with contextlib.suppress(FileNotFoundStorageError):
+            table.file_io.delete(changelogs.path(cid))
+    if later_changelogs and changelogs.list_ids():
+        changelogs.write_hint("LATEST", changelogs.list_ids()[-1])
+    manager._write_hint("LATEST", target.id)
+    remaining = manager.list_ids()  # the target may be below EARLIEST (brought back from a tag)
+    manager.write_earliest_hint(remaining[0] if remaining else target.id)
+    unique = list(dict.fromkeys(doomed))
+    for path in unique:
+        with contextlib.suppress(FileNotFoundStorageError):
+            table.file_io.delete(path)
+    return Rollback(target=target.id, removed_snapshots=tuple(later), removed_tags=tuple(later_tags),
+                    deleted_files=len(unique))

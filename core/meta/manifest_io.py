@@ -1,0 +1,157 @@
+"""The table's view of its manifests: live files of a snapshot, and writing a commit's metadata.
+
+Wraps the Avro codecs of :mod:`paimonflow.core.meta.manifest` with what the committer and the scan
+planner need: partition statistics computed from typed partition values, manifest pruning by a
+partition predicate, and bookkeeping of the files an attempt wrote (so a lost race can remove
+exactly those).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+
+from ..data.binary_row import deserialize_row, serialize_row
+from ..errors import FileNotFoundStorageError, SnapshotNotFoundError
+from ..fs import FileIO, join
+from ..options.core import CoreOptions
+from ..predicate import ColumnStats, Predicate
+from .manifest import (
+    ManifestEntry,
+    ManifestFile,
+    ManifestFileMeta,
+    ManifestList,
+    SimpleStats,
+    merge_entries,
+    merge_manifests,
+)
+from .schema import TableSchema
+from .snapshots import Snapshot
+
+
+class ManifestIO:
+    def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions) -> None:
+        self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
+        arrow = schema.arrow_schema()
+        self._partition_keys = list(schema.partition_keys)
+        self._partition_types = [arrow.field(k).type for k in self._partition_keys]
+        self.manifest_dir = join(table_path, "manifest")
+        self._files = ManifestFile(file_io, self.manifest_dir, compression=options.manifest_compression,
+                                   target_file_size=options.manifest_target_file_size,
+                                   partition_stats=self.partition_stats)
+        self._lists = ManifestList(file_io, self.manifest_dir, compression=options.manifest_compression)
+
+    # -- partition statistics ----------------------------------------------------------------
+
+    def partition_stats(self, partitions: Sequence[bytes]) -> SimpleStats:
+        """Min, max and null counts over serialized partition rows (Paimon's ``_PARTITION_STATS``)."""
+        arity = len(self._partition_types)
+        if not partitions or arity == 0:
+            empty = serialize_row([], [])
+            return SimpleStats(min_values=empty, max_values=empty, null_counts=() if arity == 0 else None)
+        rows = [deserialize_row(p, self._partition_types) for p in set(partitions)]
+        mins, maxs, nulls = [], [], []
+        for i in range(arity):
+            values = [r[i] for r in rows if r[i] is not None]
+            nulls.append(sum(1 for r in rows if r[i] is None))
+            mins.append(min(values) if values else None)
+            maxs.append(max(values) if values else None)
+        return SimpleStats(min_values=serialize_row(mins, self._partition_types),
+                           max_values=serialize_row(maxs, self._partition_types), null_counts=tuple(nulls))
+
+    def _manifest_might_match(self, meta: ManifestFileMeta, predicate: Predicate | None) -> bool:
+        if predicate is None or not self._partition_keys:
+            return True
+        pruning = predicate.only_on(set(self._partition_keys))
+        if pruning is None:
+            return True
+        try:
+            lows = deserialize_row(meta.partition_stats.min_values, self._partition_types)
+            highs = deserialize_row(meta.partition_stats.max_values, self._partition_types)
+        except Exception:
+            return True
+        nulls = meta.partition_stats.null_counts or [None] * len(lows)
+        stats = {k: ColumnStats(lo, hi, n, None) for k, lo, hi, n in zip(self._partition_keys, lows, highs, nulls, strict=False)}
+        return pruning.might_match(stats)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def data_manifests(self, snapshot: Snapshot) -> list[ManifestFileMeta]:
+        """Base + delta manifests of ``snapshot`` (the complete description of its data files)."""
+        return [*self._lists.read(snapshot.base_manifest_list), *self._lists.read(snapshot.delta_manifest_list)]
+
+    def manifest_list(self, name: str) -> list[ManifestFileMeta]:
+        """The manifests a manifest list names."""
+        return self._lists.read(name)
+
+    def manifest_entries(self, file_name: str) -> list[ManifestEntry]:
+        """The entries of one manifest file."""
+        return self._files.read(file_name)
+
+    def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The entries (ADD and DELETE) of ``snapshot``'s delta: what its commit changed."""
+        return [e for m in self._lists.read(snapshot.delta_manifest_list) for e in self._files.read(m.file_name)]
+
+    def changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
+        """The changelog files a snapshot added (empty without a changelog producer)."""
+        if not snapshot.changelog_manifest_list:
+            return []
+        return [e for m in self._lists.read(snapshot.changelog_manifest_list) for e in self._files.read(m.file_name)]
+
+    def live_entries(self, snapshot: Snapshot, *, partition_filter: Predicate | None = None) -> list[ManifestEntry]:
+        """ADD entries of every file live in ``snapshot`` (ADD/DELETE pairs cancelled)."""
+        try:
+            metas = self.data_manifests(snapshot)
+        except FileNotFoundStorageError as exc:
+            raise SnapshotNotFoundError(
+                f"snapshot {snapshot.id} references a manifest list that no longer exists (expired?): {exc}"
+            ) from exc
+        entries: list[ManifestEntry] = []
+        for meta in metas:
+            if self._manifest_might_match(meta, partition_filter):
+                entries.extend(self._files.read(meta.file_name))
+        live, _ = merge_entries(entries)
+        return live
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def write_manifests(self, entries: Sequence[ManifestEntry], schema_id: int, written: list[str]) -> list[ManifestFileMeta]:
+        if not entries:
+            return []
+        metas = self._files.write(list(entries), schema_id=schema_id)
+        written.extend(m.file_name for m in metas)
+        return metas
+
+    def write_list(self, metas: Sequence[ManifestFileMeta], written: list[str]) -> tuple[str, int]:
+        name, size = self._lists.write(list(metas))
+        written.append(name)
+        return name, size
+
+    def merge(self, metas: Sequence[ManifestFileMeta], written: list[str]) -> list[ManifestFileMeta]:
+        merged, new_files = merge_manifests(
+            list(metas), self._files, schema_id=self._schema.id,
+            target_file_size=self._options.manifest_target_file_size,
+            merge_min_count=self._options.manifest_merge_min_count,
+            full_compaction_size=self._options.manifest_full_compaction_size,
+        )
+        written.extend(new_files)
+        return merged
+
+    def delete_files(self, names: Sequence[str]) -> None:
+        """Best-effort removal of metadata files this process wrote and nothing references."""
+        for name in names:
+            with contextlib.suppress(Exception):
+                self._file_io.delete(join(self.manifest_dir, name))
+
+    def delete_data_files(self, messages) -> None:
+        """Best-effort removal of data files of messages that were certainly not committed."""
+        from .layout import bucket_directory
+
+        for m in messages:
+            directory = bucket_directory(self._path, self._schema, self._options, m.partition, m.bucket)
+            for f in m.all_written_files():
+                with contextlib.suppress(Exception):
+                    self._file_io.delete(join(directory, f.file_name))
+            for f in (*getattr(m, "new_index_files", ()), *getattr(m, "compact_index_added", ())):
+                with contextlib.suppress(Exception):
+                    self._file_io.delete(f.external_path or join(self._path, "index", f.file_name))

@@ -1,0 +1,197 @@
+"""What the snapshots, tags, long-lived changelogs and branches of a table need: the one answer
+every deletion depends on (snapshot and changelog expiry, tag deletion, rollback, branch
+protection, orphan removal).
+
+* :func:`metadata_files`: the manifest lists, manifests, index manifest, index and statistics
+  files a snapshot (or tag, or changelog) references;
+* :func:`changelog_files`: what a long-lived changelog keeps alive;
+* :func:`files_of_other_branches`: what every other branch references;
+* :func:`entry_path_resolver`: where a manifest entry's data file lives;
+* :func:`restored_from_tag`: the snapshot a tag brings back without naming files that are gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from ..data.binary_row import deserialize_row
+from ..errors import (
+    FileNotFoundStorageError,
+    SnapshotNotFoundError,
+)
+from ..fs import join
+from .layout import MAIN_BRANCH, bucket_directory
+from .manifest import FileKind
+from .schema_manager import existing_branches
+from .snapshots import Snapshot, SnapshotManager
+from .tags import TagManager
+
+
+def manifest_files(table, names: Iterable[str | None]) -> list[str]:
+    """The manifest lists ``names`` and every manifest they list (absolute paths; gone ones skipped)."""
+    mio = table.manifest_io
+    out = []
+    for name in names:
+        if not name:
+            continue
+        out.append(join(mio.manifest_dir, name))
+        with contextlib.suppress(FileNotFoundStorageError):
+            out += [join(mio.manifest_dir, m.file_name) for m in mio.manifest_list(name)]
+    return out
+
+
+def changelog_files(table, changelog: Snapshot) -> set[str]:
+    """What a long-lived changelog keeps alive (absolute paths): its changelog manifests and
+    changelog files, or for producer ``none`` its data manifests and the APPEND files its delta
+    added. Files already gone are skipped (orphan removal must not abort over them)."""
+    mio = table.manifest_io
+    path_of = entry_path_resolver(table)
+    out: set[str] = set()
+    with contextlib.suppress(FileNotFoundStorageError):
+        if has_producer(table):
+            out |= set(manifest_files(table, [changelog.changelog_manifest_list]))
+            out |= {path_of(e) for e in mio.changelog_entries(changelog)}
+        else:
+            out |= set(manifest_files(table, [changelog.base_manifest_list, changelog.delta_manifest_list]))
+            out |= {path_of(e) for m in mio.manifest_list(changelog.delta_manifest_list)
+                    for e in mio.manifest_entries(m.file_name) if e.kind is FileKind.ADD}
+    return out
+
+
+def has_producer(table) -> bool:
+    """With a changelog producer the changelog is the changelog files; without, the delta."""
+    return str(table.options.changelog_producer) != "none"
+
+
+def entry_path_resolver(table):
+    """``entry -> absolute path`` of manifest entries' data files (partitions decoded once each)."""
+    partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
+    decoded: dict[bytes, tuple] = {}
+
+    def path_of(entry) -> str:
+        values = decoded.get(entry.partition)
+        if values is None:
+            values = decoded[entry.partition] = tuple(deserialize_row(entry.partition, partition_types))
+        directory = bucket_directory(table.path, table.schema, table.options, values, entry.bucket)
+        return entry.file.external_path or join(directory, entry.file.file_name)
+
+    return path_of
+
+
+def restored_from_tag(table, tag: Snapshot) -> Snapshot:
+    """The snapshot a tag brings back (a rollback to it, a branch created from it): without the
+    tag's fields, and without its changelog unless every changelog file is still there. A tag
+    does not keep its changelog (it went with the snapshot's expiry, as in Paimon), and a restored
+    snapshot must never name files that are gone."""
+    plain = replace(tag, tag_create_time=None, tag_time_retained=None)
+    if not plain.changelog_manifest_list:
+        return plain
+    io = table.file_io
+    try:
+        entries = table.manifest_io.changelog_entries(plain)
+        path_of = entry_path_resolver(table)
+        whole = all(io.exists(path_of(e)) for e in entries)
+    except FileNotFoundStorageError:
+        whole = False
+    if whole:
+        return plain
+    return replace(plain, changelog_manifest_list=None, changelog_manifest_list_size=None, changelog_record_count=None)
+
+
+def tag_still_there(table, name: str, tag: Snapshot) -> bool:
+    """Whether tag ``name`` still holds the snapshot it held when listed."""
+    try:
+        now = table.tag_manager.get(name)
+    except SnapshotNotFoundError:
+        return False
+    return (now.id, now.base_manifest_list, now.delta_manifest_list) == (
+        tag.id, tag.base_manifest_list, tag.delta_manifest_list)
+
+
+def metadata_files(table, snapshot: Snapshot) -> Iterable[str]:
+    """Every metadata file ``snapshot`` references: manifest lists, manifests, the index manifest
+    and index files (absolute paths); files already gone are skipped."""
+    mio = table.manifest_io
+    lists = [snapshot.base_manifest_list, snapshot.delta_manifest_list, snapshot.changelog_manifest_list]
+    for name in lists:
+        if not name:
+            continue
+        yield join(mio.manifest_dir, name)
+        try:
+            metas = mio.manifest_list(name)
+        except FileNotFoundStorageError:
+            continue
+        for m in metas:
+            yield join(mio.manifest_dir, m.file_name)
+    if snapshot.statistics:
+        yield join(table.path, "statistics", snapshot.statistics)
+    if snapshot.index_manifest:
+        yield join(mio.manifest_dir, snapshot.index_manifest)
+        try:
+            entries = table.index_manifest.read(snapshot.index_manifest)
+        except FileNotFoundStorageError:
+            entries = []
+        for e in entries:
+            yield e.file.external_path or join(table.index_dir, e.file.file_name)
+
+
+def walk_files(file_io, directory: str) -> Iterable[str]:
+    for status in file_io.list_dir(directory):
+        if status.is_dir:
+            yield from walk_files(file_io, status.path)
+        else:
+            yield status.path.rstrip("/")
+
+
+# -- what other branches need ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BranchFiles:
+    """Files other branches reference: data/changelog files as ``(partition, bucket, file name)``
+    and metadata files (manifest lists, manifests, index manifests, index and statistics files)
+    as absolute paths."""
+
+    data: frozenset[tuple[bytes, int, str]] = frozenset()
+    metadata: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.data or self.metadata)
+
+
+def files_of_other_branches(table) -> BranchFiles:
+    """What every branch other than ``table``'s references through its snapshots and tags.
+
+    Empty (and free) for a table without branches. A file referenced by any retained snapshot
+    of a branch is live in its earliest snapshot or added by a later snapshot's delta, so the
+    union is read from the earliest snapshot's entries, every later delta, every tag and every
+    changelog.
+    """
+    names = existing_branches(table.file_io, table.path)
+    others = [n for n in [MAIN_BRANCH, *names] if n != table.branch]
+    if not names:
+        return BranchFiles()
+    data: set[tuple[bytes, int, str]] = set()
+    metadata: set[str] = set()
+    mio = table.manifest_io
+    for name in others:
+        manager = SnapshotManager(table.file_io, table.path, name)
+        snapshots = [s for s in map(manager.try_snapshot, manager.list_ids()) if s is not None]
+        tags = list(TagManager(table.file_io, table.path, name).list_tags().values())
+        first_read = False
+        for is_tag, snap in [*((True, t) for t in tags), *((False, s) for s in snapshots)]:
+            try:
+                if is_tag or not first_read:  # everything live in the first readable snapshot
+                    data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.live_entries(snap)}
+                    first_read = first_read or not is_tag
+                for m in mio.manifest_list(snap.delta_manifest_list):
+                    data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.manifest_entries(m.file_name)}
+                data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.changelog_entries(snap)}
+            except FileNotFoundStorageError:
+                # only a snapshot an interrupted expiry of that branch is removing loses its
+                # manifests; what it alone needed is being deleted by that expiry anyway
+                continue
+            metadata |= set(metadata_files(table, snap))
+    return BranchFiles(frozenset(data), frozenset(metadata))

@@ -1,0 +1,455 @@
+"""Snapshots (``snapshot/snapshot-N`` JSON, version 3), the LATEST/EARLIEST hints, and the markers
+of running maintenance (expiry and rollback handshakes).
+
+Hints are only hints: correctness comes from which snapshot files exist. ``try_publish`` is the
+one place a snapshot becomes visible, through the storage's atomic create-if-absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from ..errors import (
+    BranchNotFoundError,
+    CorruptMetadataError,
+    FileNotFoundStorageError,
+    MaintenanceConflictError,
+    SnapshotNotFoundError,
+    StorageError,
+)
+from ..fs import join
+from .layout import MAIN_BRANCH, branch_root
+from .metafile import load_object, read_hint, write_hint
+
+SNAPSHOT_PREFIX = "snapshot-"
+LATEST, EARLIEST = "LATEST", "EARLIEST"
+#: ``snapshot/EXPIRING-<end>-<run id>``: an expiry run may be deleting the files of snapshots
+#: ``< end`` (paimonflow's own marker; Paimon's readers list only ``snapshot-*`` and the hints).
+EXPIRING_PREFIX = "EXPIRING-"
+#: ``snapshot/ROLLBACK-<target>-<run id>``: a rollback (or a fast-forward) to ``target`` may be
+#: deleting the snapshots, tags and files after it; it holds its marker at most for the lease.
+ROLLBACK_PREFIX = "ROLLBACK-"
+ROLLBACK_LEASE_MILLIS = 3_600_000
+
+
+class CommitKind(StrEnum):
+    APPEND = "APPEND"
+    COMPACT = "COMPACT"
+    OVERWRITE = "OVERWRITE"
+    ANALYZE = "ANALYZE"
+
+
+# (python name, JSON name, required) in Java's field order.
+_FIELDS: tuple[tuple[str, str, bool], ...] = (
+    ("version", "version", False),
+    ("uuid", "uuid", False),
+    ("id", "id", True),
+    ("schema_id", "schemaId", True),
+    ("base_manifest_list", "baseManifestList", True),
+    ("base_manifest_list_size", "baseManifestListSize", False),
+    ("delta_manifest_list", "deltaManifestList", True),
+    ("delta_manifest_list_size", "deltaManifestListSize", False),
+    ("changelog_manifest_list", "changelogManifestList", False),
+    ("changelog_manifest_list_size", "changelogManifestListSize", False),
+    ("index_manifest", "indexManifest", False),
+    ("commit_user", "commitUser", True),
+    ("writer_version", "writerVersion", False),
+    ("commit_identifier", "commitIdentifier", True),
+    ("commit_kind", "commitKind", True),
+    ("time_millis", "timeMillis", True),
+    ("total_record_count", "totalRecordCount", False),
+    ("delta_record_count", "deltaRecordCount", False),
+    ("changelog_record_count", "changelogRecordCount", False),
+    ("watermark", "watermark", False),
+    ("statistics", "statistics", False),
+    ("properties", "properties", False),
+    ("next_row_id", "nextRowId", False),
+    ("operation", "operation", False),
+)
+_ALWAYS_WRITTEN = {"version", "id", "schemaId", "baseManifestList", "deltaManifestList", "commitUser",
+                   "commitIdentifier", "commitKind", "timeMillis", "totalRecordCount", "deltaRecordCount"}
+_INT_FIELDS = {"version", "id", "schemaId", "baseManifestListSize", "deltaManifestListSize",
+               "changelogManifestListSize", "commitIdentifier", "timeMillis", "totalRecordCount",
+               "deltaRecordCount", "changelogRecordCount", "watermark", "nextRowId"}
+_STR_FIELDS = {"uuid", "baseManifestList", "deltaManifestList", "changelogManifestList", "indexManifest",
+               "commitUser", "writerVersion", "statistics", "operation"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot:
+    version: int = 3
+    uuid: str | None = None
+    id: int
+    schema_id: int
+    base_manifest_list: str
+    base_manifest_list_size: int | None = None
+    delta_manifest_list: str
+    delta_manifest_list_size: int | None = None
+    changelog_manifest_list: str | None = None
+    changelog_manifest_list_size: int | None = None
+    index_manifest: str | None = None
+    commit_user: str
+    writer_version: str | None = None
+    commit_identifier: int
+    commit_kind: CommitKind
+    time_millis: int
+    total_record_count: int | None = None
+    delta_record_count: int | None = None
+    changelog_record_count: int | None = None
+    watermark: int | None = None
+    statistics: str | None = None
+    properties: Mapping[str, str] | None = None
+    next_row_id: int | None = None
+    operation: str | None = None
+    # Tag files are snapshots plus these two (Paimon's Tag class); None in snapshot files.
+    tag_create_time: Any = None
+    tag_time_retained: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {}
+        for attr, key, _ in _FIELDS:
+            value = getattr(self, attr)
+            if value is None and key not in _ALWAYS_WRITTEN:
+                continue
+            doc[key] = value.value if isinstance(value, CommitKind) else (dict(value) if isinstance(value, Mapping) else value)
+        if self.tag_create_time is not None:
+            doc["tagCreateTime"] = self.tag_create_time
+        if self.tag_time_retained is not None:
+            doc["tagTimeRetained"] = self.tag_time_retained
+        return doc
+
+    def to_json(self) -> bytes:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False).encode("utf-8")
+
+    def same_commit(self, other: Snapshot) -> bool:
+        return (self.commit_user, self.commit_identifier, self.commit_kind) == (
+            other.commit_user, other.commit_identifier, other.commit_kind)
+
+    @classmethod
+    def from_json(cls, data: bytes, path: str = "<snapshot>") -> Snapshot:
+        doc = load_object(data, path)
+        values: dict[str, Any] = {}
+        for attr, key, required in _FIELDS:
+            if key not in doc or doc[key] is None:
+                if required:
+                    raise CorruptMetadataError(path, f"required field {key!r} is missing")
+                continue
+            value = doc[key]
+            if key in _INT_FIELDS and (not isinstance(value, int) or isinstance(value, bool)):
+                raise CorruptMetadataError(path, f"field {key!r} must be an integer, found {value!r}")
+            if key in _STR_FIELDS and not isinstance(value, str):
+                raise CorruptMetadataError(path, f"field {key!r} must be a string, found {value!r}")
+            if key in _FILE_NAME_FIELDS and not _is_file_name(value):
+                # A reference must stay inside manifest/ (or statistics/): never a path (I7).
+                raise CorruptMetadataError(path, f"field {key!r} is not a plain file name: {value!r}")
+            if key == "commitKind":
+                try:
+                    value = CommitKind(value)
+                except ValueError:
+                    raise CorruptMetadataError(path, f"unknown commitKind {value!r}") from None
+            if key == "properties" and not isinstance(value, dict):
+                raise CorruptMetadataError(path, "field 'properties' must be an object")
+            values[attr] = value
+        values["tag_create_time"] = doc.get("tagCreateTime")
+        values["tag_time_retained"] = doc.get("tagTimeRetained")
+        return cls(**values)
+
+
+_FILE_NAME_FIELDS = {"baseManifestList", "deltaManifestList", "changelogManifestList", "indexManifest", "statistics"}
+
+
+def _is_file_name(value: str) -> bool:
+    return bool(value) and not value.startswith(".") and not any(c in value for c in "/\\\x00")
+
+
+def _parse_id(name: str, prefix: str) -> int | None:
+    if not name.startswith(prefix):
+        return None
+    rest = name[len(prefix):]
+    return int(rest) if rest.isdigit() else None
+
+
+class SnapshotManager:
+    """The snapshots of one branch of a table."""
+
+    def __init__(self, file_io, table_path: str, branch: str = "main") -> None:
+        self.file_io = file_io
+        self.table_path = table_path
+        self.branch = branch
+        self.directory = join(branch_root(table_path, branch), "snapshot")
+
+    def path(self, snapshot_id: int) -> str:
+        return join(self.directory, f"{SNAPSHOT_PREFIX}{snapshot_id}")
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def try_snapshot(self, snapshot_id: int) -> Snapshot | None:
+        path = self.path(snapshot_id)
+        try:
+            data = self.file_io.read_bytes(path)
+        except FileNotFoundStorageError:
+            return None
+        snapshot = Snapshot.from_json(data, path)
+        if snapshot.id != snapshot_id:
+            raise CorruptMetadataError(path, f"holds snapshot id {snapshot.id}")
+        return snapshot
+
+    def snapshot(self, snapshot_id: int) -> Snapshot:
+        found = self.try_snapshot(snapshot_id)
+        if found is None:
+            earliest = self.earliest_id()
+            latest = self.latest_id()
+            raise SnapshotNotFoundError(
+                f"snapshot {snapshot_id} does not exist (the table has snapshots "
+                f"{earliest}..{latest})" if latest else f"snapshot {snapshot_id} does not exist (the table has none)"
+            )
+        return found
+
+    def exists(self, snapshot_id: int) -> bool:
+        return self.file_io.exists(self.path(snapshot_id))
+
+    def list_ids(self) -> list[int]:
+        ids = []
+        for status in self.file_io.list_dir(self.directory):
+            sid = _parse_id(status.path.rstrip("/").rsplit("/", 1)[-1], SNAPSHOT_PREFIX)
+            if sid is not None:
+                ids.append(sid)
+        return sorted(ids)
+
+    def _read_hint(self, name: str) -> int | None:
+        return read_hint(self.file_io, join(self.directory, name))
+
+    def latest_id(self) -> int | None:
+        hint = self._read_hint(LATEST)
+        if hint is not None and self.exists(hint) and not self.exists(hint + 1):
+            return hint
+        ids = self.list_ids()
+        return ids[-1] if ids else None
+
+    def earliest_id(self) -> int | None:
+        hint = self._read_hint(EARLIEST)
+        if hint is not None and self.exists(hint) and not self.exists(hint - 1):
+            return hint
+        ids = self.list_ids()
+        return ids[0] if ids else None
+
+    def latest(self) -> Snapshot | None:
+        for _ in range(3):
+            sid = self.latest_id()
+            if sid is None:
+                return None
+            found = self.try_snapshot(sid)
+            if found is not None:
+                return found  # else expired between listing and reading: look again
+        return None
+
+    def earliest(self) -> Snapshot | None:
+        sid = self.earliest_id()
+        return None if sid is None else self.try_snapshot(sid)
+
+    def snapshots(self) -> Iterator[Snapshot]:
+        for sid in self.list_ids():
+            found = self.try_snapshot(sid)
+            if found is not None:
+                yield found
+
+    def snapshot_at_or_before_time(self, millis: int) -> Snapshot | None:
+        """The newest snapshot committed at or before ``millis`` (binary search over ids)."""
+        ids = self.list_ids()
+        lo, hi, best = 0, len(ids) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            snap = self.try_snapshot(ids[mid])
+            if snap is None:
+                ids.pop(mid)
+                hi -= 1
+                continue
+            if snap.time_millis <= millis:
+                best, lo = snap, mid + 1
+            else:
+                hi = mid - 1
+        return best
+
+    def find_by_commit(self, commit_user: str, commit_identifier: int, kind: CommitKind, from_id: int) -> Snapshot | None:
+        latest = self.latest_id()
+        if latest is None:
+            return None
+        for sid in range(max(from_id, 1), latest + 1):
+            snap = self.try_snapshot(sid)
+            if snap is not None and snap.commit_user == commit_user and snap.commit_identifier == commit_identifier \
+                    and snap.commit_kind == kind:
+                return snap
+        return None
+
+    def latest_of_user(self, commit_user: str) -> Snapshot | None:
+        """The newest snapshot committed by ``commit_user`` (walking back; stops at expired ids)."""
+        latest = self.latest_id()
+        if latest is None:
+            return None
+        earliest = self.earliest_id() or 1
+        for sid in range(latest, earliest - 1, -1):
+            snap = self.try_snapshot(sid)
+            if snap is None:
+                return None
+            if snap.commit_user == commit_user:
+                return snap
+        return None
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def try_publish(self, snapshot: Snapshot) -> bool:
+        """Atomically create ``snapshot-<id>``. True if ours landed; False if the id was taken.
+
+        A storage error whose outcome is unclear is resolved by reading the file back: if it
+        holds our commit, it landed. Otherwise the error propagates (outcome unknown).
+        """
+        path = self.path(snapshot.id)
+        try:
+            created = self.file_io.create_if_absent(path, snapshot.to_json())
+        except StorageError:
+            existing = self.try_snapshot(snapshot.id)
+            if existing is not None and existing.uuid == snapshot.uuid and existing.same_commit(snapshot):
+                created = True
+            else:
+                raise
+        if created and self.branch != MAIN_BRANCH:
+            self._check_branch_alive(snapshot, path)
+        if created:
+            self._write_hint(LATEST, snapshot.id)
+        return created
+
+    def _check_branch_alive(self, snapshot: Snapshot, path: str) -> None:
+        """After publishing to a branch: the branch must still exist. Its deletion removes the
+        schemas first, then the directory; so either this check sees the schema gone (the
+        snapshot is taken back, nothing is committed) or the deletion's removal of the directory
+        comes after the publish and takes the snapshot with it."""
+        schema = join(branch_root(self.table_path, self.branch), "schema", f"schema-{snapshot.schema_id}")
+        if self.file_io.exists(schema):
+            return
+        with contextlib.suppress(FileNotFoundStorageError):
+            self.file_io.delete(path)
+        raise BranchNotFoundError(f"branch {self.branch!r} was deleted while this commit was published; "
+                                  "nothing was committed")
+
+    def _write_hint(self, name: str, value: int) -> None:
+        write_hint(self.file_io, join(self.directory, name), value)
+
+    def write_earliest_hint(self, snapshot_id: int) -> None:
+        self._write_hint(EARLIEST, snapshot_id)
+
+    # -- maintenance markers: the handshakes of expiry and rollback (``core/maintenance/expire.py``,
+    # ``core/maintenance/tags.py``). One listing of ``snapshot/`` answers both kinds.
+
+    def markers(self) -> Markers:
+        """The expiry and rollback markers present now (one directory listing)."""
+        now = time.time() * 1000
+        expiring, rollbacks, stale = {}, {}, []
+        for status in self.file_io.list_dir(self.directory):
+            path = status.path.rstrip("/")
+            name = path.rsplit("/", 1)[-1]
+            for prefix, found in ((EXPIRING_PREFIX, expiring), (ROLLBACK_PREFIX, rollbacks)):
+                number = name[len(prefix):].split("-", 1)[0] if name.startswith(prefix) else ""
+                if not number.isdigit():
+                    continue
+                if prefix == ROLLBACK_PREFIX and now - status.modification_time_millis > ROLLBACK_LEASE_MILLIS:
+                    stale.append(path)  # its run crashed long ago: ignored, removed by the next rollback
+                else:
+                    found[path] = int(number)
+        return Markers(expiring=expiring, rollbacks=rollbacks, stale_rollbacks=tuple(stale))
+
+    def begin_expiry(self, end: int) -> str:
+        """Publish that this run may delete the files of snapshots ``< end``; returns the marker's
+        path. Written before expiry lists the tags it protects, so a tag created later sees it."""
+        return self._write_marker(EXPIRING_PREFIX, end)
+
+    def expiring_markers(self) -> dict[str, int]:
+        """``{marker path: end}`` of every expiry run that has not finished (or crashed)."""
+        return self.markers().expiring
+
+    def expiring_below(self) -> int | None:
+        """The highest ``end`` any unfinished expiry run published: snapshots below it may be
+        losing their files (None: no expiry is running)."""
+        return self.markers().expiring_below
+
+    def end_expiry(self, marker: str | None) -> None:
+        """Remove this run's marker, and those of crashed runs that no existing snapshot is below
+        any more (then "the snapshot no longer exists" stops a tag on their snapshots instead)."""
+        ids = self.list_ids()
+        lowest = ids[0] if ids else None
+        for path, end in self.expiring_markers().items():
+            if path == marker or (lowest is not None and end <= lowest):
+                self._delete_marker(path)
+
+    def begin_rollback(self, target: int) -> str:
+        """Publish that this run may delete what comes after snapshot ``target``; returns the
+        marker's path. Its storage time starts its lease."""
+        return self._write_marker(ROLLBACK_PREFIX, target)
+
+    def rollback_markers(self) -> dict[str, int]:
+        """``{marker path: target}`` of every rollback that has not finished within its lease."""
+        return self.markers().rollbacks
+
+    def rolling_back_to(self) -> int | None:
+        """The lowest target of a running rollback: snapshots above it may be losing their files
+        (None: no rollback is running)."""
+        return self.markers().rolling_back_to
+
+    def claim_rollback(self, target: int, what: str) -> str:
+        """The rollback side of the handshake: publish the marker, *then* refuse (removing it) if
+        an expiry may be deleting snapshots at or below ``target``, or a rollback to another
+        target is running. Returns the marker's path (release it with :meth:`end_rollback`)."""
+        marker = self.begin_rollback(target)
+        now = self.markers()
+        others = sorted(t for path, t in now.rollbacks.items() if path != marker and t != target)
+        refusal = None
+        if now.expiring_below is not None and now.expiring_below > target:
+            refusal = (f"{what}: an expiry of the snapshots below {now.expiring_below} is running (or was "
+                       "interrupted: run expire_snapshots again); retry when it is done")
+        elif others:
+            refusal = (f"{what}: a rollback to snapshot {others[0]} is running (or was interrupted less than "
+                       f"{ROLLBACK_LEASE_MILLIS // 60_000} minutes ago: run it again); retry when it is done")
+        if refusal is not None:
+            self._delete_marker(marker)
+            raise MaintenanceConflictError(refusal)
+        return marker
+
+    def end_rollback(self, target: int) -> None:
+        """Remove the markers of rollbacks to ``target`` (this run's, and that of a crashed run
+        this one has just completed), and those past their lease."""
+        now = self.markers()
+        for path in [*(p for p, t in now.rollbacks.items() if t == target), *now.stale_rollbacks]:
+            self._delete_marker(path)
+
+    def _write_marker(self, prefix: str, number: int) -> str:
+        path = join(self.directory, f"{prefix}{int(number)}-{uuid.uuid4().hex}")
+        self.file_io.write_bytes(path, str(int(number)).encode("ascii"))
+        return path
+
+    def _delete_marker(self, path: str) -> None:
+        with contextlib.suppress(FileNotFoundStorageError):
+            self.file_io.delete(path)
+
+
+@dataclass(frozen=True, slots=True)
+class Markers:
+    """What one listing of ``snapshot/`` shows of running maintenance: ``{path: end}`` of expiry
+    runs, ``{path: target}`` of rollbacks within their lease, and rollback markers past it."""
+
+    expiring: Mapping[str, int]
+    rollbacks: Mapping[str, int]
+    stale_rollbacks: tuple[str, ...] = ()
+
+    @property
+    def expiring_below(self) -> int | None:
+        return max(self.expiring.values(), default=None)
+
+    @property
+    def rolling_back_to(self) -> int | None:
+        return min(self.rollbacks.values(), default=None)

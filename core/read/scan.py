@@ -1,0 +1,381 @@
+"""Reads: scan planning (partition pruning, statistics-based file skipping) and the vectorized
+merge-on-read of primary-key tables.
+
+A :class:`Split` is one (partition, bucket) with its live files. Append splits are read file by
+file. Primary-key splits are merged: rows of all files are sorted by (key, sequence number)
+with a stable vectorized sort, the newest row of each key wins, and retractions (-U, -D) drop
+the key. Results come as a pyarrow Table or as a stream of record batches, one split at a time,
+so memory is bounded by the largest split.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..data import data_file as df
+from ..data.binary_row import deserialize_row
+from ..data.keys import last_per_key, lookup_candidates, merge_order
+from ..fs import join
+from ..merge import merge
+from ..meta.index_files import deleted_mask
+from ..meta.layout import bucket_directory
+from ..meta.manifest import DataFileMeta, ManifestEntry
+from ..meta.schema import TableSchema
+from ..options.core import CoreOptions
+from ..options.merge import merge_spec_for
+from ..predicate import ColumnStats, Predicate, filter_table
+from .evolution import evolve_table
+
+ROW_POSITION = "_ROW_POSITION"  # a row's position in its data file (deletion vectors address rows by it)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Split:
+    """One (partition, bucket) and the live files a read must merge."""
+
+    partition: tuple[object, ...]
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+    #: deletion vectors (pyroaring BitMaps of deleted row positions) by data file name
+    deletion_vectors: Mapping[str, Any] | None = None
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+
+class ScanPlanner:
+    """Plans the splits of one snapshot's live files for a predicate."""
+
+    def __init__(self, *, table_path: str, schema: TableSchema, options: CoreOptions, schemas) -> None:
+        self._path, self._schema, self._options = table_path, schema, options
+        self._schemas = schemas  # schema id -> TableSchema (for statistics of older files)
+        arrow = schema.arrow_schema()
+        self._partition_types = [arrow.field(k).type for k in schema.partition_keys]
+        self._key_types = [arrow.field(k).type for k in schema.trimmed_primary_keys]
+
+    def plan(self, entries: Sequence[ManifestEntry], predicate: Predicate | None, *,
+             level_filter=None) -> list[Split]:
+        partition_keys = list(self._schema.partition_keys)
+        partition_pred = predicate.only_on(set(partition_keys)) if predicate is not None and partition_keys else None
+        decoded: dict[bytes, tuple[object, ...]] = {}
+        accepted: dict[bytes, bool] = {}
+        groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
+        for e in entries:
+            if level_filter is not None and not level_filter(e.file.level):
+                continue
+            if e.partition not in decoded:
+                values = deserialize_row(e.partition, self._partition_types)
+                decoded[e.partition] = values
+                accepted[e.partition] = partition_pred is None or partition_pred.might_match({
+                    k: ColumnStats(v, v, int(v is None), 1) for k, v in zip(partition_keys, values, strict=True)
+                })
+            if not accepted[e.partition]:
+                continue
+            if predicate is not None and not self._file_might_match(e.file, predicate):
+                continue
+            groups.setdefault((e.partition, e.bucket), []).append(e)
+        splits = []
+        for (partition, bucket), group in sorted(groups.items(), key=lambda kv: (str(decoded[kv[0][0]]), kv[0][1])):
+            files = sorted((e.file for e in group), key=lambda f: (f.min_sequence_number, f.file_name))
+            splits.append(Split(partition=decoded[partition], bucket=bucket,
+                                total_buckets=group[0].total_buckets, files=tuple(files)))
+        return splits
+
+    def _file_might_match(self, f: DataFileMeta, predicate: Predicate) -> bool:
+        layout = self._stats_layout(f.schema_id)
+        if self._schema.primary_keys:
+            # Only key statistics are safe: a value filter must see the merged row, not a file's rows.
+            names, types, current = layout.key_names, layout.key_types, layout.current_names
+            stats = f.key_stats
+        elif f.value_stats_cols is None or f.value_stats_cols:
+            names = list(f.value_stats_cols) if f.value_stats_cols else layout.value_names
+            types = [layout.type_of[n] for n in names] if f.value_stats_cols else layout.value_types
+            current, stats = layout.current_names, f.value_stats
+        else:
+            return True  # the writer kept no value statistics
+        decoded = _decode_stats(stats, names, types, f.row_count, current)
+        return predicate.might_match(decoded) if decoded else True
+
+    @functools.cache  # noqa: B019 - one planner per read; the cache dies with it
+    def _stats_layout(self, schema_id: int) -> _StatsLayout:
+        schema = self._schemas(schema_id)
+        arrow = schema.arrow_schema()
+        current_by_id = {f.id: f.name for f in self._schema.fields}
+        keys = list(schema.trimmed_primary_keys)
+        return _StatsLayout(
+            key_names=keys,
+            key_types=[arrow.field(k).type for k in keys],
+            value_names=list(arrow.names),
+            value_types=list(arrow.types),
+            type_of={f.name: f.type for f in arrow},
+            current_names={f.name: current_by_id.get(f.id) for f in schema.fields},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _StatsLayout:
+    """How the statistics of files written under one schema map to the current columns."""
+
+    key_names: list[str]
+    key_types: list[pa.DataType]
+    value_names: list[str]
+    value_types: list[pa.DataType]
+    type_of: dict[str, pa.DataType]
+    current_names: dict[str, str | None]  # name in that schema -> current name (None = dropped)
+
+
+def _decode_stats(s, names, types, row_count, current_names) -> dict[str, ColumnStats]:
+    """Statistics of a file keyed by the *current* column names (matched through field ids)."""
+    if not names:
+        return {}
+    try:
+        lows = deserialize_row(s.min_values, types)
+        highs = deserialize_row(s.max_values, types)
+    except Exception:  # statistics we cannot decode are simply unknown
+        return {}
+    nulls = list(s.null_counts) if s.null_counts else [None] * len(names)
+    out = {}
+    for name, lo, hi, n in zip(names, lows, highs, nulls, strict=False):
+        current = current_names.get(name)
+        if current is not None:
+            out[current] = ColumnStats(lo, hi, n, row_count)
+    return out
+
+
+class SplitReader:
+    """Reads splits into Arrow (projection, filter, merge-on-read, schema evolution)."""
+
+    def __init__(self, *, file_io, table_path: str, schema: TableSchema, options: CoreOptions, schemas) -> None:
+        self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
+        self._schemas = schemas
+        self._arrow = schema.arrow_schema()
+        self._keys = list(schema.trimmed_primary_keys)
+        self._is_pk = bool(schema.primary_keys)
+        # Paimon merges lookup tables (changelog-producer lookup, deletion vectors) with its
+        # LookupMergeFunction: level 0 plus the lowest level above it (first-row is not wrapped)
+        self._lookup_merge = (options.changelog_producer.value == "lookup" or options.deletion_vectors) \
+            and options.merge_engine.value != "first-row"
+
+    def output_schema(self, columns: Sequence[str] | None) -> pa.Schema:
+        if columns is None:
+            return self._arrow
+        unknown = [c for c in columns if self._arrow.get_field_index(c) < 0]
+        if unknown:
+            from ..errors import SchemaError
+
+            raise SchemaError(f"unknown columns {unknown}; the table has {self._arrow.names}")
+        return pa.schema([self._arrow.field(c) for c in columns])
+
+    def read(self, splits: Sequence[Split], *, columns: Sequence[str] | None = None,
+             predicate: Predicate | None = None, merge: bool = True) -> pa.Table:
+        out_schema = self.output_schema(columns)
+        if predicate is not None:
+            self.output_schema(sorted(predicate.fields()))  # unknown filter columns fail even with no rows
+        if not splits:
+            return out_schema.empty_table()
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            tables = list(pool.map(lambda s: self.read_split(s, columns=columns, predicate=predicate, merge=merge),
+                                   splits))
+        return pa.concat_tables(tables)
+
+    def read_batches(self, splits: Sequence[Split], *, columns: Sequence[str] | None = None,
+                     predicate: Predicate | None = None) -> Iterator[pa.RecordBatch]:
+        """Append tables stream file by file and batch by batch (memory: one batch); primary-key
+        splits are merged whole (memory: one bucket's rows of the needed columns)."""
+        wanted = list(columns) if columns is not None else list(self._arrow.names)
+        self.output_schema(wanted)
+        if predicate is not None:
+            self.output_schema(sorted(predicate.fields()))
+        for split in splits:
+            if self._is_pk and not self._options.deletion_vectors:
+                yield from self.read_split(split, columns=columns, predicate=predicate).to_batches()
+                continue
+            needed = list(dict.fromkeys([*wanted, *(sorted(predicate.fields()) if predicate else [])]))
+            for f in split.files:
+                if split.deletion_vectors and f.file_name in split.deletion_vectors:
+                    yield from filter_table(self._read_file(split, f, needed), predicate).select(wanted).to_batches()
+                    continue
+                for batch in self._file_batches(split, f, needed):
+                    table = filter_table(pa.Table.from_batches([batch]), predicate).select(wanted)
+                    yield from table.to_batches()
+
+    def _file_batches(self, split: Split, f: DataFileMeta, columns: list[str]) -> Iterator[pa.RecordBatch]:
+        data_schema = self._schemas(f.schema_id)
+        current_ids = {fld.name: fld.id for fld in self._schema.fields}
+        data_names = {fld.id: fld.name for fld in data_schema.fields}
+        physical = [data_names[current_ids[c]] for c in columns if current_ids[c] in data_names]
+        directory = bucket_directory(self._path, self._schema, self._options, split.partition, split.bucket)
+        with self._file_io.open_input(f.external_path or join(directory, f.file_name)) as stream:
+            for batch in df.iter_file_batches(stream, df.format_of(f.file_name), physical):
+                yield from evolve_table(pa.Table.from_batches([batch]), data_schema, self._schema, columns).to_batches()
+
+    def read_split(self, split: Split, *, columns: Sequence[str] | None = None,
+                   predicate: Predicate | None = None, merge: bool = True) -> pa.Table:
+        wanted = list(columns) if columns is not None else list(self._arrow.names)
+        needed = list(dict.fromkeys([*wanted, *(sorted(predicate.fields()) if predicate else [])]))
+        unknown = [c for c in needed if self._arrow.get_field_index(c) < 0]
+        if unknown:
+            from ..errors import SchemaError
+
+            raise SchemaError(f"unknown columns {unknown}; the table has {self._arrow.names}")
+        if self._is_pk and merge and not self._options.deletion_vectors:
+            table = self._merge(split, needed)
+        else:  # append files, or merge-on-write files whose replaced rows are deleted by vectors
+            parts = [self._read_file(split, f, needed) for f in split.files]
+            table = pa.concat_tables(parts) if parts else self.output_schema(needed).empty_table()
+        table = filter_table(table, predicate).select(wanted)
+        expected = self.output_schema(wanted)
+        return table if table.schema == expected else table.cast(expected)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _read_file(self, split: Split, f: DataFileMeta, columns: list[str], *, system: Sequence[str] = (),
+                   positions: bool = False) -> pa.Table:
+        """One file's ``columns`` (current names), evolved to the current schema, plus the
+        ``system`` columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) as stored."""
+        data_schema = self._schemas(f.schema_id)
+        current_ids = {fld.name: fld.id for fld in self._schema.fields}
+        data_names = {fld.id: fld.name for fld in data_schema.fields}
+        physical = [data_names[current_ids[c]] for c in columns if current_ids[c] in data_names]
+        extra = list(system)
+        directory = bucket_directory(self._path, self._schema, self._options, split.partition, split.bucket)
+        path = f.external_path or join(directory, f.file_name)
+        with self._file_io.open_input(path) as stream:
+            raw = df.decode_file(stream, df.format_of(f.file_name), [*physical, *extra])
+        values = evolve_table(raw, data_schema, self._schema, columns)
+        for name in extra:
+            values = values.append_column(name, raw.column(name))
+        if positions:
+            values = values.append_column(ROW_POSITION, pa.array(np.arange(values.num_rows, dtype=np.int64)))
+        keep = deleted_mask((split.deletion_vectors or {}).get(f.file_name), values.num_rows)
+        return values if keep is None else values.filter(pa.array(keep))
+
+    def _merge(self, split: Split, needed: list[str]) -> pa.Table:
+        sequence_fields = list(self._options.sequence_field or ())
+        columns = list(dict.fromkeys([*self._keys, *needed, *sequence_fields]))
+        if len(split.files) == 1:
+            # One key-unique file: nothing to merge, only retractions to drop. The row kinds are
+            # read even when deleteRowCount says 0, since some writers (pypaimon 2.1.0) always
+            # write 0 there.
+            table = self._read_file(split, split.files[0], columns, system=[df.VALUE_KIND])
+            kinds = table.column(df.VALUE_KIND)
+            table = table.filter(pc.or_(pc.equal(kinds, df.ROW_KIND_INSERT), pc.equal(kinds, df.ROW_KIND_UPDATE_AFTER)))
+            return table.select(needed)
+        if self._options.merge_engine.value != "deduplicate":
+            # the engine's rules may name any column (sequence groups, aggregates): merge whole rows
+            columns = list(dict.fromkeys([*columns, *self._arrow.names]))
+        return self.merge_files(split, columns, drop_retractions=True).select(needed)
+
+    def merge_files(self, split: Split, columns: Sequence[str] | None = None, *,
+                    drop_retractions: bool, extra: pa.Table | None = None) -> pa.Table:
+        """The newest row of each key across the split's files, sorted by key, with
+        ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``. Retractions (-U, -D) are dropped only when asked
+        (a compaction into a lower level must keep them: older rows may live further down).
+        Lookup tables merge as Paimon's ``LookupMergeFunction``: level-0 rows and, of a key's rows
+        above level 0, only the one on the lowest level (it already holds the merged state)."""
+        sequence_fields = list(self._options.sequence_field or ())
+        wanted = list(columns) if columns is not None else list(self._arrow.names)
+        columns = list(dict.fromkeys([*self._keys, *wanted, *sequence_fields]))
+        system = [df.SEQUENCE_NUMBER, df.VALUE_KIND]
+        spec = merge_spec_for(self._schema, self._options, keep_deletes=not drop_retractions)
+        if spec is None and len(split.files) > 1 and extra is None:
+            return self._deduplicate_files(split, wanted, sequence_fields, drop_retractions)
+        parts = [self._read_file(split, f, columns, system=system) for f in split.files]
+        if extra is not None:  # rows pulled into the merge from elsewhere (older than the files)
+            parts.insert(0, extra.select([*columns, *system]))
+        table = pa.concat_tables(parts).combine_chunks()
+        if table.num_rows == 0:
+            return table.select([*wanted, *system])
+        # Files come sorted by min sequence number; when their sequence ranges do not overlap, a
+        # row's position already orders it after every older row of its key.
+        files = split.files
+        ordered = extra is None and all(
+            a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
+        order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
+                            self._options.sequence_descending, positions_are_arrival=ordered,
+                            kinds=df.VALUE_KIND if self._options.row_kind_flag else None)
+        if self._lookup_merge:
+            file_levels = [f.level for f in files]
+            if extra is not None:
+                file_levels.insert(0, self._options.num_levels)  # pulled rows: from above every level
+            levels = np.repeat(np.array(file_levels, np.int64), [p.num_rows for p in parts])[order]
+            order = order[lookup_candidates(table.select(self._keys).take(pa.array(order)), self._keys, levels)]
+        return self.merge_sorted(table.take(pa.array(order)), wanted, drop_retractions=drop_retractions)
+
+    def merge_sorted(self, table: pa.Table, columns: Sequence[str] | None = None, *,
+                     drop_retractions: bool) -> pa.Table:
+        """Merge rows already in merge order (:func:`~paimonflow.core.data.keys.merge_order`: by key,
+        oldest first) with the table's merge engine: one row per key, in key order, with
+        ``_SEQUENCE_NUMBER`` and ``_VALUE_KIND``. Retractions (-U, -D) are dropped only when asked.
+        A key all of whose records the engine ignores (``ignore-delete``) has no row."""
+        wanted = list(columns) if columns is not None else list(self._arrow.names)
+        system = [df.SEQUENCE_NUMBER, df.VALUE_KIND]
+        spec = merge_spec_for(self._schema, self._options, keep_deletes=not drop_retractions)
+        if spec is not None:
+            merged = merge(table, self._keys, spec, partition_columns=self._schema.partition_keys)
+            return merged.select([*wanted, *system])
+        keep = last_per_key(table.select(self._keys), self._keys)
+        if drop_retractions:
+            kinds = table.column(df.VALUE_KIND).to_numpy()
+            keep &= (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
+        return table.filter(pa.array(keep)).select([*wanted, *system])
+
+    def _deduplicate_files(self, split: Split, wanted: list[str], sequence_fields: list[str],
+                           drop_retractions: bool) -> pa.Table:
+        """Deduplicate in two passes: keys, sequence fields and system columns of every file
+        decide the newest row of each key; the other columns are then read only from files that
+        hold a winner, and only the winners are kept. Files whose rows were all superseded (the
+        usual case for older runs after updates) never have their values decoded."""
+        files = split.files
+        key_columns = list(dict.fromkeys([*self._keys, *sequence_fields]))
+        system = [df.SEQUENCE_NUMBER, df.VALUE_KIND]
+        parts = [self._read_file(split, f, key_columns, system=system) for f in files]
+        table = pa.concat_tables(parts).combine_chunks()
+        value_columns = [c for c in wanted if c not in key_columns]
+        if table.num_rows == 0:
+            return _with_system_columns(self.output_schema(wanted).empty_table())
+        ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
+        order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
+                            self._options.sequence_descending, positions_are_arrival=ordered,
+                            kinds=df.VALUE_KIND if self._options.row_kind_flag else None)
+        keep = last_per_key(table.select(self._keys).take(pa.array(order)), self._keys)
+        if drop_retractions:
+            kinds = table.column(df.VALUE_KIND).to_numpy()[order]
+            keep &= (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
+        winners = order[keep].astype(np.int64)  # row numbers in the concatenated files, in key order
+        result = table.take(pa.array(winners))
+        if not len(winners):
+            return _with_system_columns(self.output_schema(wanted).empty_table())
+        if value_columns:
+            offsets = np.cumsum([0, *(p.num_rows for p in parts)])
+            by_row = np.argsort(winners, kind="stable")  # winners grouped file by file
+            sorted_rows = winners[by_row]
+            bounds = np.searchsorted(sorted_rows, offsets)
+            pieces = []
+            for i, f in enumerate(files):
+                local = sorted_rows[bounds[i]:bounds[i + 1]] - offsets[i]
+                if len(local):
+                    pieces.append(self._read_file(split, f, value_columns).take(pa.array(local)))
+            values = pa.concat_tables(pieces).combine_chunks()
+            back = np.empty_like(by_row)
+            back[by_row] = np.arange(len(by_row))
+            values = values.take(pa.array(back))  # back to key order
+            for name in value_columns:  # keep the field (nullability included), not just the name
+                result = result.append_column(values.schema.field(name), values.column(name))
+        return result.select([*wanted, *system])
+
+
+def _with_system_columns(table: pa.Table) -> pa.Table:
+    return table.append_column(df.SEQUENCE_NUMBER, pa.array([], pa.int64())).append_column(
+        df.VALUE_KIND, pa.array([], pa.int8()))

@@ -1,0 +1,98 @@
+"""Rows in: the accepted inputs turned into one Arrow table of the table's schema, and their row kinds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..data import data_file as df
+from ..errors import DataError, SchemaError
+
+KIND_CODES = {name: code for code, name in enumerate(df.ROW_KIND_NAMES)}
+
+
+def to_arrow_table(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    expected = "write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches"
+    try:
+        batches = list(data)
+    except TypeError:
+        raise SchemaError(f"{expected}, not {type(data).__name__}") from None
+    if not batches or not all(isinstance(b, pa.RecordBatch) for b in batches):
+        raise SchemaError(expected)
+    try:
+        return pa.Table.from_batches(batches)
+    except pa.ArrowInvalid as exc:  # batches of different schemas; the message names the columns
+        raise SchemaError(f"the record batches do not share one schema: {exc}") from None
+
+
+def conform(table: pa.Table, schema: pa.Schema, key_columns: Sequence[str] = ()) -> pa.Table:
+    """Reorder and safely cast ``table`` to ``schema``; typed errors name the offending column."""
+    names = table.column_names
+    if len(set(names)) != len(names):
+        raise SchemaError(f"duplicate column names in the data: {sorted(n for n in set(names) if names.count(n) > 1)}")
+    missing = [f.name for f in schema if f.name not in names]
+    extra = [n for n in names if schema.get_field_index(n) < 0]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing columns {missing}")
+        if extra:
+            parts.append(f"unknown columns {extra}")
+        raise SchemaError("data does not match the table schema: " + "; ".join(parts))
+    columns = []
+    for target in schema:
+        column = table.column(target.name)
+        if column.type != target.type:
+            try:
+                column = pc.cast(column, target.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                raise SchemaError(
+                    f"column {target.name!r} has type {column.type}, which cannot be written as {target.type}: {exc}"
+                ) from None
+        if not target.nullable and column.null_count:
+            role = "primary key column" if target.name in key_columns else "column"
+            raise DataError(f"{role} {target.name!r} is NOT NULL but has {column.null_count} null value(s)")
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def row_kinds_of(table: pa.Table, row_kinds: object, rowkind_field: str | None) -> np.ndarray:
+    if row_kinds is not None and rowkind_field is not None:
+        raise DataError("pass row kinds either through 'rowkind.field' or the row_kinds argument, not both")
+    source = row_kinds
+    if rowkind_field is not None:
+        source = table.column(rowkind_field)
+    if source is None:
+        return np.zeros(table.num_rows, dtype=np.int8)
+    if isinstance(source, str):
+        if source not in KIND_CODES:
+            raise DataError(f"unknown row kind {source!r}; expected one of {', '.join(df.ROW_KIND_NAMES)}")
+        return np.full(table.num_rows, KIND_CODES[source], dtype=np.int8)
+    arr = pa.chunked_array([source]) if isinstance(source, pa.Array) else source
+    if not isinstance(arr, pa.ChunkedArray):
+        arr = pa.chunked_array([pa.array(source)])
+    if len(arr) != table.num_rows:
+        raise DataError(f"row_kinds has {len(arr)} values for {table.num_rows} rows")
+    if pa.types.is_integer(arr.type):
+        codes = arr.to_numpy(zero_copy_only=False)
+    else:
+        lookup = pa.array(df.ROW_KIND_NAMES)
+        codes_arr = pc.index_in(arr, value_set=lookup)
+        if codes_arr.null_count:
+            bad = pc.filter(arr, pc.is_null(codes_arr)).unique().to_pylist()[:5]
+            where = f"column {rowkind_field!r}" if rowkind_field else "row_kinds"
+            raise DataError(f"{where} holds unknown row kinds {bad}; expected one of {', '.join(df.ROW_KIND_NAMES)}")
+        codes = codes_arr.to_numpy(zero_copy_only=False)
+    codes = np.asarray(codes, dtype=np.int8)
+    if codes.size and (codes.min() < 0 or codes.max() > 3):
+        raise DataError("row kinds must be 0..3 (+I, -U, +U, -D)")
+    return codes

@@ -1,0 +1,679 @@
+"""The batch write path: rows in, data files out, commit messages for one committer.
+
+``TableWrite.write`` validates and routes rows to (partition, bucket) groups with vectorized
+hashing; ``prepare_commit`` sorts, folds duplicate keys, writes the files (two threads over the
+groups) and returns :class:`CommitMessage` objects. Nothing is visible until a committer commits
+those messages; files of messages that are never committed are orphans, never read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pyarrow as pa
+
+from ..data import data_file as df
+from ..data.binary_row import serialize_row
+from ..data.bucket import bucket_ids, hash_codes
+from ..data.keys import last_per_key, merge_order
+from ..data.partition import group_by_partition
+from ..errors import DataError, InvalidArgumentError, InvalidOptionError, SchemaError, UnsupportedError
+from ..fs import FileIO, join
+from ..merge import merge
+from ..meta.index_files import IndexFileMeta, write_dv_file, write_hash_file
+from ..meta.layout import bucket_directory
+from ..meta.manifest import DataFileMeta, SimpleStats
+from ..meta.schema import TableSchema
+from ..options.core import CoreOptions
+from ..options.merge import merge_spec_for
+from ..options.registry import ChangelogProducer
+from .bucket_index import DynamicBucketOptions, PartitionBucketIndex
+from .buffer import RUN_BATCH_ROWS, SpillDirectory, iter_run, iter_slices, merge_runs, remove_files, write_run
+from .conform import conform, row_kinds_of, to_arrow_table
+from .cross_partition import CrossPartitionRouter
+from .file_writer import ParquetStream, with_system_columns
+from .messages import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, CommitMessage
+
+
+@dataclass(slots=True)
+class _Group:
+    """The buffered rows of one (partition, bucket), in arrival order, and its spilled runs."""
+
+    partition: tuple[object, ...]
+    bucket: int
+    tables: list[pa.Table] = field(default_factory=list)
+    kinds: list[np.ndarray] = field(default_factory=list)
+    sequences: list[np.ndarray] = field(default_factory=list)
+    nbytes: int = 0
+    spills: list[str] = field(default_factory=list)
+
+    @property
+    def row_count(self) -> int:
+        return sum(len(k) for k in self.kinds)
+
+
+@dataclass(slots=True)
+class _BucketState:
+    """What a writer knows of one bucket across flushes and commits: its live files (restored
+    from the snapshot the writer started from, plus its own) and what is not committed yet."""
+
+    files: list[DataFileMeta]
+    new_files: list[DataFileMeta] = field(default_factory=list)
+    changelog: list[DataFileMeta] = field(default_factory=list)
+    compact_before: list[DataFileMeta] = field(default_factory=list)
+    compact_after: list[DataFileMeta] = field(default_factory=list)
+    compact_changelog: list[DataFileMeta] = field(default_factory=list)
+    total_buckets: int = -1
+    vectors: dict | None = None  # deletion vectors of the live files (tables with deletion vectors)
+    vector_files: list[IndexFileMeta] = field(default_factory=list)  # their committed index files
+    vectors_changed: bool = False
+
+    def take_message(self, partition: tuple[object, ...], bucket: int, write_vectors=None) -> CommitMessage:
+        added: tuple[IndexFileMeta, ...] = ()
+        deleted: tuple[IndexFileMeta, ...] = ()
+        if self.vectors_changed and write_vectors is not None:
+            live = {k: v for k, v in (self.vectors or {}).items() if v}
+            new = write_vectors(partition, bucket, live) if live else None
+            added, deleted = ((new,) if new else ()), tuple(self.vector_files)
+            self.vector_files, self.vectors_changed = ([new] if new else []), False
+        message = CommitMessage(partition=partition, bucket=bucket, total_buckets=self.total_buckets,
+                                new_files=tuple(self.new_files), changelog_files=tuple(self.changelog),
+                                compact_before=tuple(self.compact_before), compact_after=tuple(self.compact_after),
+                                compact_changelog=tuple(self.compact_changelog),
+                                compact_index_added=added, compact_index_deleted=deleted)
+        self.new_files, self.changelog = [], []
+        self.compact_before, self.compact_after, self.compact_changelog = [], [], []
+        return message
+
+    def apply_compaction(self, before: Sequence[DataFileMeta], after: Sequence[DataFileMeta],
+                         changelog: Sequence[DataFileMeta], vectors: dict | None = None) -> list[DataFileMeta]:
+        """Record a compaction; returns files it made obsolete that nothing committed knows (to delete)."""
+        if vectors is not None:
+            self.vectors, self.vectors_changed = vectors, True
+        gone = {(f.file_name, f.level) for f in before}
+        self.files = [f for f in self.files if (f.file_name, f.level) not in gone] + list(after)
+        mine = {(f.file_name, f.level) for f in self.compact_after}
+        obsolete = []
+        originals = {f.file_name for f in self.compact_before} | {f.file_name for f in self.new_files}
+        for f in before:
+            if (f.file_name, f.level) in mine:  # written (or upgraded) by an earlier compaction of ours
+                self.compact_after = [g for g in self.compact_after if (g.file_name, g.level) != (f.file_name, f.level)]
+                if f.file_name not in originals and not any(g.file_name == f.file_name for g in after):
+                    obsolete.append(f)
+            else:
+                self.compact_before.append(f)
+        self.compact_after += list(after)
+        self.compact_changelog += list(changelog)
+        return obsolete
+
+
+class TableWrite:
+    """Buffers rows of one table and turns them into data files and commit messages.
+
+    Not thread-safe; one writer per task. ``write`` may be called many times; ``prepare_commit``
+    writes everything buffered and returns the messages (the writer can then be reused: it keeps
+    what it knows of each bucket it wrote).
+
+    Memory: rows wait in a buffer bounded by ``write-buffer-size``. When it is full, the largest
+    bucket's rows are sorted, folded and spilled to local disk as a sorted run
+    (``write-buffer-spillable``, the default) or written as level-0 files; spilled runs are merged
+    k-way when the bucket is flushed. Writers that are not ``write-only`` then compact the buckets
+    they wrote (Paimon's universal compaction, or a full compaction with
+    ``full-compaction.delta-commits``), and wait for compaction during the write once a bucket
+    has ``num-sorted-run.stop-trigger`` sorted runs.
+    """
+
+    def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
+                 next_sequence: dict[tuple[tuple[object, ...], int], int] | None = None,
+                 sequence_lookup=None, restore=None, compactor_factory=None, spill_dir: str | None = None,
+                 restore_vectors=None, restore_hashes=None, restore_keys=None,
+                 sequence_stride: int = 1, sequence_offset: int = 0) -> None:
+        options.require_supported_for_write()
+        if sequence_stride < 1 or not 0 <= sequence_offset < sequence_stride:
+            raise InvalidArgumentError(f"sequence offset {sequence_offset} must be in [0, stride {sequence_stride})")
+        # Parallel writers of one bucket (Spark tasks) interleave their sequence numbers: task p of
+        # n numbers its rows base + p, base + p + n, ...; no two tasks ever share a number.
+        self._stride, self._offset = sequence_stride, sequence_offset
+        self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
+        self._arrow_schema = schema.arrow_schema()
+        self._pk = list(schema.trimmed_primary_keys)
+        self._partition_keys = list(schema.partition_keys)
+        self._is_pk = bool(schema.primary_keys)
+        self._bucket = options.bucket
+        self._dynamic = self._is_pk and self._bucket == -1
+        self._cross_partition = self._dynamic and not set(schema.partition_keys) <= set(schema.primary_keys)
+        self._router: CrossPartitionRouter | None = None
+        if not self._is_pk and self._bucket > 0 and not options.bucket_key:
+            raise InvalidOptionError("bucket", str(self._bucket),
+                                     "an append table with fixed buckets needs 'bucket-key'")
+        self._bucket_keys = list(schema.bucket_keys) if self._bucket > 0 else []
+        self._groups: dict[tuple[tuple[object, ...], int], _Group] = {}
+        self._buffered = 0
+        self._sequence_lookup = sequence_lookup  # (partition, bucket) -> next sequence number
+        self._restore = restore  # (partition, bucket) -> live files of the snapshot the writer started from
+        self._restore_vectors = restore_vectors  # (partition, bucket) -> (deletion vectors, their index files)
+        self._restore_hashes = restore_hashes  # partition -> {bucket: (key hashes, HASH index files)}
+        self._restore_keys = restore_keys  # () -> primary and partition keys of every live row (cross-partition)
+        self._bucket_indexes: dict[tuple[object, ...], PartitionBucketIndex] = {}
+        self._hash_files: dict[tuple[tuple[object, ...], int], list[IndexFileMeta]] = {}
+        self._compactor_factory = compactor_factory  # TableWrite -> BucketCompactor (None: never compact)
+        self._compactor = None
+        self._states: dict[tuple[tuple[object, ...], int], _BucketState] = {}
+        self._next_sequence = dict(next_sequence or {})
+        self._file_counter = 0
+        self._merge_spec = merge_spec_for(schema, options, keep_deletes=True) if self._is_pk else None
+        self._counter_lock = threading.Lock()  # files are written by a thread pool
+        self._writer_id = str(uuid.uuid4())
+        self._spill_dir = SpillDirectory(spill_dir)
+        self.spilled_runs = 0  # observability: sorted runs spilled to local disk so far
+        self.spilled_bytes = 0
+
+    @property
+    def compacts(self) -> bool:
+        return not self._options.write_only and self._compactor_factory is not None
+
+    # -- routing -----------------------------------------------------------------------------
+
+    def write(self, data, *, row_kinds=None) -> None:
+        """Validate ``data`` against the schema and buffer it by (partition, bucket).
+
+        ``data`` is a pyarrow Table or RecordBatch (validated whole: on error nothing of it is
+        buffered) or an iterable / RecordBatchReader of batches (streamed: each batch is validated
+        and buffered in turn, so memory stays bounded by the write buffer). Raises SchemaError
+        (wrong/missing/extra columns, impossible casts) or DataError (null in a NOT NULL or
+        primary-key column, unknown row kind, retractions into an append table).
+        """
+        if isinstance(data, (pa.Table, pa.RecordBatch)):
+            self._write_table(to_arrow_table(data), row_kinds)
+            return
+        if isinstance(data, pa.RecordBatchReader):
+            batches: Iterable = data
+        else:
+            try:
+                batches = iter(data)
+            except TypeError:
+                raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches, "
+                                  f"not {type(data).__name__}") from None
+        if row_kinds is not None and not isinstance(row_kinds, str):
+            self._write_table(to_arrow_table(list(batches)), row_kinds)  # per-row kinds need the whole input
+            return
+        first: pa.Schema | None = None
+        for batch in batches:
+            if not isinstance(batch, (pa.RecordBatch, pa.Table)):
+                raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches")
+            if first is None:
+                first = batch.schema
+            elif not batch.schema.equals(first):
+                differ = sorted({f.name for f in batch.schema} ^ {f.name for f in first}
+                                | {f.name for f in batch.schema if f.name in first.names
+                                   and first.field(f.name).type != f.type})
+                raise SchemaError(f"the record batches do not share one schema; columns {differ} differ")
+            self._write_table(to_arrow_table(batch), row_kinds)
+        if first is None:
+            raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches")
+
+    def _write_table(self, data: pa.Table, row_kinds) -> None:
+        table = conform(data, self._arrow_schema, self._schema.primary_keys)
+        if table.num_rows == 0:
+            return
+        kinds = row_kinds_of(table, row_kinds, self._options.rowkind_field)
+        if not self._is_pk and np.any(kinds != 0):
+            raise DataError("an append table only takes +I rows; use a primary-key table for updates and deletes")
+        if self._is_pk and self._options.ignore_delete:
+            keep = (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
+            if not keep.all():
+                table, kinds = table.filter(pa.array(keep)), kinds[keep]
+            if table.num_rows == 0:
+                return
+        table = table.combine_chunks()
+        if self._cross_partition:
+            table, kinds = self._router_of().route(table, kinds)
+            if table.num_rows == 0:
+                return
+        partitions = group_by_partition(table, self._partition_keys)
+        buckets = hashes = None
+        if self._bucket > 0:
+            buckets = bucket_ids([table.column(k) for k in self._bucket_keys], self._bucket).astype(np.int16)
+        elif self._dynamic:
+            hashes = hash_codes([table.column(k) for k in self._pk])
+        for values, rows in zip(partitions.values, partitions.row_indices, strict=True):
+            if hashes is not None:
+                row_buckets = self._bucket_index(values).assign(hashes[rows]).astype(np.int16)
+            elif buckets is None:
+                self._add(values, 0, table, rows, kinds[rows])
+                continue
+            else:
+                row_buckets = buckets[rows]
+            order = np.argsort(row_buckets, kind="stable")  # radix sort on int16: rows stay ascending per bucket
+            sorted_buckets = row_buckets[order]
+            cuts = np.flatnonzero(np.diff(sorted_buckets)) + 1
+            for chunk in np.split(order, cuts):
+                selected = rows[chunk]
+                self._add(values, int(row_buckets[chunk[0]]), table, selected, kinds[selected])
+        self._relieve_memory()
+
+    def _router_of(self) -> CrossPartitionRouter:
+        if self._router is None:
+            existing = self._restore_keys() if self._restore_keys is not None else None
+            partition_schema = pa.schema([self._arrow_schema.field(k) for k in self._partition_keys])
+            self._router = CrossPartitionRouter(list(self._schema.primary_keys), self._partition_keys,
+                                                self._options.merge_engine, partition_schema, existing)
+        return self._router
+
+    def _bucket_index(self, partition: tuple[object, ...]) -> PartitionBucketIndex:
+        index = self._bucket_indexes.get(partition)
+        if index is None:
+            index = PartitionBucketIndex(DynamicBucketOptions.from_options(self._schema.options))
+            for bucket, (hashes, files) in (self._restore_hashes(partition) if self._restore_hashes else {}).items():
+                index.hashes[bucket] = np.unique(hashes).astype(np.int32)
+                self._hash_files[(partition, bucket)] = list(files)
+            self._bucket_indexes[partition] = index
+        return index
+
+    def _hash_index_changes(self, partition: tuple[object, ...], bucket: int):
+        """New HASH index file of a bucket whose keys changed, and the files it replaces."""
+        index = self._bucket_indexes.get(partition)
+        if index is None or bucket not in index.changed:
+            return (), ()
+        index.changed.discard(bucket)
+        new = write_hash_file(self._file_io, join(self._path, "index"), index.hashes[bucket])
+        old = self._hash_files.get((partition, bucket), [])
+        self._hash_files[(partition, bucket)] = [new]
+        return (new,), tuple(old)
+
+    def _add(self, partition: tuple[object, ...], bucket: int, table: pa.Table, rows: np.ndarray,
+             kinds: np.ndarray) -> None:
+        key = (partition, bucket)
+        slot = self._groups.get(key)
+        if slot is None:
+            slot = self._groups[key] = _Group(partition, bucket)
+        part = table if len(rows) == table.num_rows else table.take(pa.array(rows))
+        first = self._take_sequence(key, len(rows))
+        slot.tables.append(part)
+        slot.kinds.append(kinds)
+        slot.sequences.append(np.arange(first, first + len(rows) * self._stride, self._stride, dtype=np.int64))
+        size = part.nbytes if part is not table else table.nbytes
+        slot.nbytes += size
+        self._buffered += size
+
+    def _take_sequence(self, key: tuple[tuple[object, ...], int], count: int) -> int:
+        if key not in self._next_sequence:
+            self._next_sequence[key] = (self._sequence_lookup(*key) if self._sequence_lookup else 0) + self._offset
+        first = self._next_sequence[key]
+        self._next_sequence[key] = first + count * self._stride
+        return first
+
+    def _relieve_memory(self) -> None:
+        """Spill (or flush) the largest buckets until the buffer fits ``write-buffer-size``."""
+        limit = self._options.write_buffer_size
+        while self._buffered > limit and self._groups:
+            group = max(self._groups.values(), key=lambda g: g.nbytes)
+            if group.nbytes == 0:
+                break
+            if self._is_pk and self._options.write_buffer_spillable:
+                self._spill(group)
+            else:
+                self._flush_group(group)
+
+    # -- spilling ----------------------------------------------------------------------------
+
+    def _take_buffer(self, group: _Group) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """The group's buffered rows (arrival order), kinds and sequence numbers; empties the buffer."""
+        table = group.tables[0] if len(group.tables) == 1 else pa.concat_tables(group.tables).combine_chunks()
+        kinds, sequence = np.concatenate(group.kinds), np.concatenate(group.sequences)
+        self._buffered -= group.nbytes
+        group.tables, group.kinds, group.sequences, group.nbytes = [], [], [], 0
+        return table, kinds, sequence
+
+    def _sorted_run(self, group: _Group) -> pa.Table | None:
+        """Sort and fold the buffered rows into one key-unique run with the system columns
+        (writing the 'input' changelog of the raw rows on the way)."""
+        if not group.kinds:
+            return None
+        source, kinds, sequence = self._take_buffer(group)
+        rows = np.arange(source.num_rows, dtype=np.int64)
+        order, last = self._sort_and_fold(source, rows, kinds)
+        if self._options.changelog_producer is ChangelogProducer.INPUT:
+            # 'input': every input row, sorted by key and sequence, unfolded (Paimon writes the
+            # write buffer as it is before merging it)
+            state = self._state(group.partition, group.bucket)
+            state.changelog += self._write_files(group, source.take(pa.array(order)), kinds[order], sequence[order],
+                                                 prefix=self._options.changelog_file_prefix)
+        if self._merge_spec is None:  # deduplicate: the newest row of each key, already found
+            positions = order if last is None else order[last]
+            table = source.take(pa.array(positions))
+            kinds, sequence = kinds[positions], sequence[positions]
+            return with_system_columns(table, sequence, kinds)
+        ordered = with_system_columns(source.take(pa.array(order)), sequence[order], kinds[order])
+        return merge(ordered, self._pk, self._merge_spec, partition_columns=self._partition_keys)
+
+    def _spill(self, group: _Group) -> None:
+        run = self._sorted_run(group)
+        if run is None:
+            return
+        path = self._spill_dir.new_file()
+        self.spilled_bytes += write_run(path, run)
+        self.spilled_runs += 1
+        group.spills.append(path)
+        if len(group.spills) >= self._options.local_sort_max_handles:
+            merged_path = self._spill_dir.new_file()
+            chunks = self._merge_spills(group.spills, None)
+            first = next(chunks, None)
+            if first is not None:
+                with pa.OSFile(merged_path, "wb") as sink, pa.ipc.new_file(
+                        sink, first.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as out:
+                    for chunk in (first, *chunks):
+                        out.write_table(chunk, max_chunksize=RUN_BATCH_ROWS)
+            remove_files(group.spills)
+            group.spills = [merged_path]
+
+    def _merge_spills(self, spills: Sequence[str], memory: pa.Table | None) -> Iterator[pa.Table]:
+        """Folded chunks of the k-way merge of spilled runs (oldest first) and the in-memory run."""
+        runs: list[Iterable[pa.Table]] = [iter_run(p) for p in spills]
+        if memory is not None and memory.num_rows:
+            runs.append(iter_slices(memory))
+        sequence_fields = list(self._options.sequence_field or ())
+        for chunk in merge_runs(runs, self._pk, sequence_fields, self._options.sequence_descending,
+                                row_kind_flag=self._options.row_kind_flag):
+            if self._merge_spec is None:
+                keep = last_per_key(chunk.select(self._pk), self._pk)
+                yield chunk if keep.all() else chunk.filter(pa.array(keep))
+            else:
+                yield merge(chunk, self._pk, self._merge_spec, partition_columns=self._partition_keys)
+
+    # -- flushing ----------------------------------------------------------------------------
+
+    def _state(self, partition: tuple[object, ...], bucket: int) -> _BucketState:
+        key = (partition, bucket)
+        state = self._states.get(key)
+        if state is None:
+            may_compact = self._compactor_factory is not None  # write-only writers still compact on request
+            files = list(self._restore(partition, bucket)) if (self._restore is not None and may_compact) else []
+            state = self._states[key] = _BucketState(files=files, total_buckets=self._bucket if self._bucket > 0 else -1)
+            if self._options.deletion_vectors and self._restore_vectors is not None and may_compact:
+                vectors, index_files = self._restore_vectors(partition, bucket)
+                state.vectors, state.vector_files = dict(vectors), list(index_files)
+        return state
+
+    def _flush_group(self, group: _Group) -> None:
+        """Write the group's buffered and spilled rows as level-0 files (one sorted run)."""
+        state = self._state(group.partition, group.bucket)
+        if not self._is_pk:
+            if group.kinds:
+                table, kinds, sequence = self._take_buffer(group)
+                files = self._write_files(group, table, kinds, sequence, prefix=self._options.data_file_prefix)
+                state.new_files += files
+                state.files += files
+            return
+        memory = self._sorted_run(group)
+        if group.spills:
+            files = self._write_stream(group, self._merge_spills(group.spills, memory))
+            remove_files(group.spills)
+            group.spills = []
+        elif memory is not None:
+            files = self._write_files(group, memory.select(self._arrow_schema.names),
+                                      memory.column(df.VALUE_KIND).to_numpy().astype(np.int8),
+                                      memory.column(df.SEQUENCE_NUMBER).to_numpy(),
+                                      prefix=self._options.data_file_prefix)
+        else:
+            return
+        state.new_files += files
+        state.files += files
+        if self.compacts and self._compactor_of().sorted_runs(state.files) > self._options.num_sorted_run_stop_trigger:
+            self._compact(group.partition, group.bucket, full=False)  # back-pressure: wait for compaction
+
+    def _write_stream(self, group: _Group, chunks: Iterable[pa.Table]) -> list[DataFileMeta]:
+        """Write sorted chunks (values + system columns) as level-0 files, rolled when the
+        encoded file reaches ``target-file-size``. Parquet files are encoded incrementally, one
+        row group at a time, so memory stays at a row group plus the compressed bytes."""
+        target = self._options.target_file_size_for(self._is_pk)
+        files: list[DataFileMeta] = []
+        if self._options.file_format != "parquet":
+            held = [c for c in chunks if c.num_rows]
+            if held:
+                table = pa.concat_tables(held).combine_chunks()
+                files += self._write_files(group, table.select(self._arrow_schema.names),
+                                           table.column(df.VALUE_KIND).to_numpy().astype(np.int8),
+                                           table.column(df.SEQUENCE_NUMBER).to_numpy(),
+                                           prefix=self._options.data_file_prefix)
+            return files
+        current: ParquetStream | None = None
+        for chunk in chunks:
+            if chunk.num_rows == 0:
+                continue
+            if current is None:
+                current = ParquetStream(self, group.partition, group.bucket, self._options.data_file_prefix)
+            current.add(chunk.select(self._arrow_schema.names), chunk.column(df.VALUE_KIND).to_numpy().astype(np.int8),
+                        chunk.column(df.SEQUENCE_NUMBER).to_numpy())
+            if current.size() >= target:
+                files.append(current.finish())
+                current = None
+        if current is not None:
+            files.append(current.finish())
+        return files
+
+    def _compactor_of(self):
+        if self._compactor is None:
+            self._compactor = self._compactor_factory(self)
+        return self._compactor
+
+    def _compact(self, partition: tuple[object, ...], bucket: int, *, full: bool) -> None:
+        state = self._state(partition, bucket)
+        result = self._compactor_of().compact(partition, bucket, state.total_buckets, state.files, full=full,
+                                              vectors=state.vectors)
+        if result is None:
+            return
+        obsolete = state.apply_compaction(result.before, result.after, result.changelog, result.vectors)
+        directory = self.bucket_dir(partition, bucket)
+        for f in obsolete:
+            with contextlib.suppress(Exception):
+                self._file_io.delete(join(directory, f.file_name))
+
+    def flush(self) -> None:
+        """Write every buffered row as level-0 files now (``prepare_commit`` does this too)."""
+        groups = list(self._groups.values())
+        if not groups:
+            return
+        if any(g.spills for g in groups) or 2 * self._buffered > self._options.write_buffer_size:
+            for group in groups:  # near the memory bound: one bucket at a time
+                self._flush_group(group)
+        else:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                list(pool.map(self._flush_group, groups))
+        self._groups = {}
+
+    def compact(self, partition: tuple[object, ...], bucket: int, *, full: bool = False) -> None:
+        """Compact one bucket as part of this writer's next commit (Paimon's ``TableWrite.compact``)."""
+        if self._compactor_factory is None:
+            raise UnsupportedError("this writer was created without a compactor")
+        self._compact(partition, bucket, full=full)
+
+    def prepare_commit(self) -> list[CommitMessage]:
+        """Write everything buffered; compact what needs it (unless ``write-only``); return one
+        message per (partition, bucket) touched since the last ``prepare_commit``."""
+        touched = set(self._groups)
+        self.flush()
+        if self.compacts:
+            full = self._options.full_compaction_delta_commits is not None
+            for key in sorted(touched, key=lambda k: (str(k[0]), k[1])):
+                self._compact(*key, full=full)
+        messages = []
+        for key, state in self._states.items():
+            message = state.take_message(*key, write_vectors=self._write_vectors)
+            if self._dynamic:
+                added, deleted = self._hash_index_changes(*key)
+                message = replace(message, new_index_files=added, deleted_index_files=deleted)
+            if not message.is_empty():
+                messages.append(message)
+        return messages
+
+    def _write_vectors(self, partition: tuple[object, ...], bucket: int, vectors: dict) -> IndexFileMeta:
+        return write_dv_file(self._file_io, join(self._path, "index"), vectors)
+
+    def pending_messages(self) -> list[CommitMessage]:
+        """Files written but not yet handed out by ``prepare_commit`` (to clean up after a failure)."""
+        out = []
+        for (partition, bucket), state in self._states.items():
+            out.append(CommitMessage(partition=partition, bucket=bucket, total_buckets=state.total_buckets,
+                                     new_files=tuple(state.new_files), changelog_files=tuple(state.changelog),
+                                     compact_before=tuple(state.compact_before),
+                                     compact_after=tuple(state.compact_after),
+                                     compact_changelog=tuple(state.compact_changelog)))
+        return out
+
+    def write_rewritten(self, partition: tuple[object, ...], bucket: int, table: pa.Table, kinds: np.ndarray,
+                        sequence: np.ndarray, *, level: int) -> list[DataFileMeta]:
+        """Write rows a compaction produced (already sorted and merged, keeping their sequence
+        numbers) as files of ``level``, rolled at ``target-file-size``."""
+        return self._write_files(_Group(partition, bucket), table, kinds, sequence,
+                                 prefix=self._options.data_file_prefix, level=level, file_source=FILE_SOURCE_COMPACT)
+
+    def write_changelog(self, partition: tuple[object, ...], bucket: int, table: pa.Table, kinds: np.ndarray,
+                        sequence: np.ndarray) -> list[DataFileMeta]:
+        """Write changelog rows a compaction produced as changelog files."""
+        return self._write_files(_Group(partition, bucket), table, kinds, sequence,
+                                 prefix=self._options.changelog_file_prefix, file_source=FILE_SOURCE_COMPACT)
+
+    def _write_files(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray, *,
+                     prefix: str, level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> list[DataFileMeta]:
+        return [
+            self._write_file(group, table.slice(start, length), kinds[start:start + length],
+                             sequence[start:start + length], prefix=prefix, level=level, file_source=file_source)
+            for start, length in self._roll(table)
+        ]
+
+    def _sort_and_fold(self, source: pa.Table, rows: np.ndarray,
+                       kinds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        """The key order of ``rows`` (positions into it) and a mask of the last arrival of each key
+        (None when every key is unique).
+
+        The sort is stable, so among equal keys arrival order (= sequence order) is kept and the
+        last of each run of equal keys is the newest row: the one deduplicate keeps.
+        """
+        sequence_fields = list(self._options.sequence_field or ())
+        keys = source.select([*self._pk, *sequence_fields]).take(pa.array(rows))
+        flags = kinds[rows] if (kinds is not None and self._options.row_kind_flag) else None
+        order = merge_order(keys, self._pk, np.arange(len(rows), dtype=np.int64), sequence_fields,
+                            self._options.sequence_descending, positions_are_arrival=True, kinds=flags)
+        last = last_per_key(keys.select(self._pk).take(pa.array(order)), self._pk)
+        return order, (None if last.all() else last)
+
+    def _roll(self, table: pa.Table) -> list[tuple[int, int]]:
+        target = self._options.target_file_size_for(self._is_pk)
+        n = table.num_rows
+        if n == 0:
+            return []
+        per_row = max(table.nbytes / n, 1.0)
+        rows_per_file = max(int(target / per_row), 1)
+        return [(s, min(rows_per_file, n - s)) for s in range(0, n, rows_per_file)]
+
+    def _new_name(self, prefix: str) -> str:
+        with self._counter_lock:
+            self._file_counter += 1
+            counter = self._file_counter
+        return f"{prefix}{self._writer_id}-{counter}.{df.extension(self._options.file_format)}"
+
+    def _physical(self, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> pa.Table:
+        """The stored layout: ``_KEY_<k>`` columns, sequence number and row kind, then the values
+        (primary-key tables); the values alone (append tables)."""
+        if not self._is_pk:
+            return table
+        key_columns = [table.column(k) for k in self._pk]
+        return pa.Table.from_arrays(
+            [*key_columns, pa.array(sequence, pa.int64()), pa.array(kinds, pa.int8()), *table.columns],
+            schema=pa.schema([
+                *(pa.field(df.KEY_PREFIX + k, c.type, nullable=False) for k, c in zip(self._pk, key_columns, strict=True)),
+                pa.field(df.SEQUENCE_NUMBER, pa.int64(), nullable=False),
+                pa.field(df.VALUE_KIND, pa.int8(), nullable=False),
+                *table.schema,
+            ]),
+        )
+
+    def _write_file(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray, *,
+                    prefix: str, level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
+        options = self._options
+        name = self._new_name(prefix)
+        payload, footer = df.encode_file(self._physical(table, kinds, sequence), options.file_format,
+                                         compression=options.file_compression, zstd_level=options.zstd_level,
+                                         dictionary_hint={df.VALUE_KIND, *self._partition_keys})
+        self._file_io.write_bytes(join(self.bucket_dir(group.partition, group.bucket), name), payload)
+        if footer is not None:
+            ranges = df.ranges_from_parquet(footer, table.column_names, [f.type for f in table.schema])
+        else:
+            ranges = df.ranges_from_table(table, table.column_names)
+        first = [table.column(k)[0].as_py() for k in self._pk]
+        last = [table.column(k)[-1].as_py() for k in self._pk]
+        return self._file_meta(name, len(payload), table.num_rows, ranges, first, last,
+                               int(sequence.min()), int(sequence.max()), df.row_kind_counts(kinds), level, file_source)
+
+    def _file_meta(self, name: str, size: int, rows: int, ranges, first_key: list, last_key: list,
+                   min_sequence: int, max_sequence: int, deletes: int, level: int, file_source: int) -> DataFileMeta:
+        value_names = self._arrow_schema.names
+        value_types = self._arrow_schema.types
+        value_stats = self._value_stats(ranges, value_types)
+        if self._is_pk:
+            key_types = [self._arrow_schema.field(k).type for k in self._pk]
+            by_name = dict(zip(value_names, ranges, strict=True))
+            key_min, key_max, key_nulls = df.stats_row([by_name[k] for k in self._pk], key_types, "full")
+            key_stats = SimpleStats(min_values=key_min, max_values=key_max, null_counts=tuple(key_nulls))
+            min_key = serialize_row(first_key, key_types)
+            max_key = serialize_row(last_key, key_types)
+        else:
+            empty = serialize_row([], [])
+            key_stats = SimpleStats(min_values=empty, max_values=empty, null_counts=())
+            min_key = max_key = empty
+        return DataFileMeta(
+            file_name=name,
+            file_size=size,
+            row_count=rows,
+            min_key=min_key,
+            max_key=max_key,
+            key_stats=key_stats,
+            value_stats=value_stats,
+            min_sequence_number=min_sequence,
+            max_sequence_number=max_sequence,
+            schema_id=self._schema.id,
+            level=level,
+            extra_files=(),
+            creation_time_millis=int(time.time() * 1000),
+            delete_row_count=deletes,
+            embedded_index=None,
+            file_source=file_source,
+            value_stats_cols=() if self._options.stats_mode == "none" else None,
+            external_path=None,
+            first_row_id=None,
+            write_cols=None,
+        )
+
+    def _value_stats(self, ranges, types) -> SimpleStats:
+        mode = self._options.stats_mode
+        if mode == "none":
+            empty = serialize_row([], [])
+            return SimpleStats(min_values=empty, max_values=empty, null_counts=())
+        lo, hi, nulls = df.stats_row(ranges, types, mode)
+        return SimpleStats(min_values=lo, max_values=hi, null_counts=tuple(nulls))
+
+    def bucket_dir(self, partition: tuple[object, ...], bucket: int) -> str:
+        return bucket_directory(self._path, self._schema, self._options, partition, bucket)
+
+    def close(self) -> None:
+        """Drop what is buffered and remove spill files (files already written stay: orphans
+        unless a committer commits their messages)."""
+        for group in self._groups.values():
+            remove_files(group.spills)
+        self._groups = {}
+        self._buffered = 0
+        self._spill_dir.close()
+
+    def __enter__(self) -> TableWrite:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,521 @@
+"""Airflow operators: every paimonflow job as a DAG task.
+
+Each operator runs its job on one of three engines (``engine=``, default the connection's, else
+``spark``): ``spark`` (the Spark job on the worker's SparkSession: ``local[2]`` unless the worker
+is configured for a cluster), ``spark-submit`` (the same job through the Airflow Spark provider's
+``SparkSubmitHook`` and the user's Spark connection), or ``core`` (the core alone, for small
+tables). Maintenance planning is the same code on every engine.
+
+Every operator is keyword-only; templated fields are stored as given and checked in ``execute``.
+It returns its job's result (a JSON-able dict) to XCom, adds the snapshot id to the Airflow Asset
+events of its outlets (``table_asset(...)`` makes the table's asset), and commits under a commit
+user derived from the DAG, task, map index and logical date (or run id), so a retried task never
+commits twice and a backfill of older dates is never mistaken for a replay. ``on_kill`` cancels
+the Spark job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from airflow.sdk import Asset, BaseOperator
+
+from paimonflow.core.errors import InvalidArgumentError
+from paimonflow.core.options.parse import parse_duration_millis
+
+from .hook import ENGINES, PaimonHook
+
+RUN_IDENTIFIER = 1  # one commit per task run: the run is in the commit user
+
+
+def table_asset(warehouse: str, identifier: str) -> Asset:
+    """The Airflow Asset of a table: its location as URI, ``paimon/<db.table>`` as name."""
+    from paimonflow.core.names import parse_table_name, split_identifier
+
+    base, branch, _ = parse_table_name(identifier)
+    database, table = split_identifier(base)
+    root = warehouse.rstrip("/")
+    if "://" not in root:
+        root = "file://" + root
+    path = f"{root}/{database}.db/{table}" + ("" if branch == "main" else f"/branch/branch-{branch}")
+    return Asset(uri=path, name=f"paimon/{identifier}")
+
+
+def commit_user_for(context: Mapping[str, Any]) -> str:
+    """``airflow.<dag>.<task>[.m<map index>].<logical date or run id>``, a valid commit user."""
+    ti = context["ti"]
+    parts = ["airflow", ti.dag_id, ti.task_id]
+    if getattr(ti, "map_index", -1) not in (-1, None):
+        parts.append(f"m{ti.map_index}")
+    logical = context.get("logical_date")
+    parts.append(logical.strftime("%Y%m%dT%H%M%S") if logical is not None else str(context.get("run_id")))
+    return re.sub(r"[^\w\-.@+~]", "_", ".".join(parts))[:200]
+
+
+class PaimonJobOperator(BaseOperator):
+    """Base: a job on one table. Subclasses name the job and its arguments."""
+
+    job: ClassVar[str] = ""
+    commits: ClassVar[bool] = False  # whether the job commits (and so needs a commit identity)
+    template_fields: Sequence[str] = ("table", "warehouse", "engine")
+    ui_color = "#e8f4fa"
+
+    def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
+                 warehouse: str | None = None, engine: str | None = None, master: str | None = None,
+                 spark_conf: Mapping[str, str] | None = None, spark_conn_id: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.table, self.paimon_conn_id, self.warehouse, self.engine = table, paimon_conn_id, warehouse, engine
+        self.master, self.spark_conf, self.spark_conn_id = master, dict(spark_conf or {}), spark_conn_id
+        self._spark = None
+        self._group: str | None = None
+        self._submit_hook = None
+
+    # -- what subclasses give -------------------------------------------------------------------
+
+    def arguments(self, context) -> dict[str, Any]:
+        """The job's keyword arguments (rendered fields, checked here)."""
+        return {}
+
+    def run_spark(self, spark, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
+        return self._registered(spark, hook, arguments)
+
+    def run_core(self, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Maintenance jobs plan and act on the driver, so without Spark they are the same call."""
+        return self._registered(None, hook, arguments)
+
+    def _registered(self, spark, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
+        from paimonflow.jobs.registry import run_job
+
+        return run_job(self.job, spark, hook.location(self.table), arguments)
+
+    # -- running --------------------------------------------------------------------------------
+
+    def _hook(self) -> PaimonHook:
+        return PaimonHook(None if self.warehouse else self.paimon_conn_id, warehouse=self.warehouse)
+
+    def execute(self, context) -> dict[str, Any]:
+        hook = self._hook()
+        engine = self.engine or hook.default_engine
+        if engine not in ENGINES:
+            raise InvalidArgumentError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        arguments = self.arguments(context)
+        self._check_names(arguments)
+        if self.commits:
+            arguments.setdefault("commit_user", commit_user_for(context))
+            arguments.setdefault("commit_identifier", RUN_IDENTIFIER)
+        self.log.info("paimonflow %s on %s (engine %s)", self.job, self.table, engine)
+        if engine == "core":
+            result = self.run_core(hook, arguments)
+        elif engine == "spark":
+            result = self._run_in_spark(hook, arguments, context)
+        else:
+            result = self._run_submitted(hook, arguments)
+        self._emit_asset_events(context, result)
+        self.log.info("result: %s", result)
+        return result
+
+    _NAME_ARGUMENTS: ClassVar[dict[str, str]] = {"name": "tag", "tag": "tag", "commit_user": "commit user"}
+
+    def _check_names(self, arguments: Mapping[str, Any]) -> None:
+        """Rendered names (``dag_run.conf`` is user input) through the one validator before any
+        engine sees them (reliability S1, S7, S12): a spark-submit never starts on a bad name."""
+        from paimonflow.core.names import parse_table_name, validate_name
+
+        parse_table_name(self.table)
+        for key, kind in self._NAME_ARGUMENTS.items():
+            if arguments.get(key) is not None:
+                validate_name(kind, arguments[key])
+        for attr, kind in (("branch", "branch"), ("tag", "tag")):
+            if getattr(self, attr, None) is not None:
+                validate_name(kind, getattr(self, attr))
+
+    def _run_in_spark(self, hook: PaimonHook, arguments: dict[str, Any], context) -> dict[str, Any]:
+        from paimonflow.jobs.session import spark_session
+
+        self._spark = spark_session(master=self.master, conf=self.spark_conf)
+        self._group = f"paimonflow-{context['ti'].dag_id}-{context['ti'].task_id}-{context.get('run_id')}"
+        self._spark.sparkContext.setJobGroup(self._group, f"paimonflow {self.job} {self.table}",
+                                             interruptOnCancel=True)
+        try:
+            return self.run_spark(self._spark, hook, arguments)
+        finally:
+            self._spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+    def submit_hook(self, hook: PaimonHook, arguments: dict[str, Any], result_file: str):
+        """The ``SparkSubmitHook`` that runs this job: the command of
+        :func:`paimonflow.jobs.submit.submit_command` (an argument list, never a shell string, holding
+        no storage option) with the Spark connection's options. Storage options (credentials
+        included) travel in the ``PAIMONFLOW_STORAGE_OPTIONS`` environment variable of spark-submit
+        (reliability S9: never on argv, where ``ps`` and the provider's DEBUG log of the command would
+        show them). On YARN/Kubernetes the provider turns environment variables into ``--conf``
+        settings: use instance roles or a credential provider there."""
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        from paimonflow.jobs.submit import submit_command
+
+        command = submit_command(self.job, hook.location(self.table), arguments, result_file=result_file)
+        return SparkSubmitHook(conn_id=self.spark_conn_id or hook.spark_conn_id, conf=self.spark_conf,
+                               name=f"paimonflow-{self.job}", application_args=list(command.application_args),
+                               env_vars=dict(command.env) or None)
+
+    def _run_submitted(self, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
+        import json
+        import tempfile
+        from pathlib import Path
+
+        from paimonflow.jobs.submit import APPLICATION
+
+        with tempfile.NamedTemporaryFile(suffix=".json") as result_file:
+            self._submit_hook = self.submit_hook(hook, arguments, result_file.name)
+            self._submit_hook.submit(application=APPLICATION)
+            text = Path(result_file.name).read_text().strip()
+        return json.loads(text) if text else {"job": self.job, "table": self.table, "submitted": True}
+
+    def _emit_asset_events(self, context, result: Mapping[str, Any]) -> None:
+        events = context.get("outlet_events")
+        if events is None:
+            return
+        for outlet in self.outlets or ():
+            if isinstance(outlet, Asset):
+                events[outlet].extra = {"table": self.table, "job": self.job,
+                                        "snapshot_id": result.get("snapshot_id")}
+
+    def on_kill(self) -> None:
+        if self._spark is not None and self._group is not None:
+            self.log.info("cancelling Spark job group %s", self._group)
+            self._spark.sparkContext.cancelJobGroup(self._group)
+        if self._submit_hook is not None:
+            self._submit_hook.on_kill()
+
+
+def _millis(value: str | int | None) -> int | None:
+    if value is None or value == "":
+        return None
+    return int(value) if isinstance(value, int) or str(value).isdigit() else parse_duration_millis(str(value))
+
+
+class PaimonWriteOperator(PaimonJobOperator):
+    """Write files (``path`` + ``format``), a Spark table or a SQL query into the table, one commit.
+    ``mode="overwrite"`` replaces the partitions in the data, or ``overwrite_partition``."""
+
+    job, commits = "write", True
+    template_fields = (*PaimonJobOperator.template_fields, "path", "format", "source_table", "sql", "mode",
+                       "overwrite_partition")
+
+    def __init__(self, *, path: str | None = None, format: str = "parquet", source_table: str | None = None,
+                 sql: str | None = None, mode: str = "append", overwrite_partition: str | None = None,
+                 row_kind_column: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.path, self.format, self.source_table, self.sql = path, format, source_table, sql
+        self.mode, self.overwrite_partition, self.row_kind_column = mode, overwrite_partition, row_kind_column
+
+    def arguments(self, context) -> dict[str, Any]:
+        if sum(bool(x) for x in (self.path, self.source_table, self.sql)) != 1:
+            raise InvalidArgumentError("give exactly one of path, source_table and sql")
+        if self.mode not in ("append", "overwrite"):
+            raise InvalidArgumentError(f"mode must be append or overwrite, not {self.mode!r}")
+        return {"path": self.path, "format": self.format, "source_table": self.source_table, "sql": self.sql,
+                "mode": self.mode, "overwrite_partition": self.overwrite_partition,
+                "row_kind_column": self.row_kind_column}
+
+    def run_spark(self, spark, hook, arguments):
+        from paimonflow.jobs.write import WriteSource, partition_spec, write
+
+        source = WriteSource(path=arguments["path"], format=arguments["format"],
+                             spark_table=arguments["source_table"], sql=arguments["sql"])
+        return write(spark, hook.location(self.table), source, mode=arguments["mode"],
+                     overwrite_partition=partition_spec(arguments["overwrite_partition"]),
+                     row_kind_column=arguments["row_kind_column"], commit_user=arguments["commit_user"],
+                     commit_identifier=arguments["commit_identifier"]).to_dict()
+
+    def run_core(self, hook, arguments):
+        import pyarrow.dataset as ds
+
+        from paimonflow.jobs.write import partition_spec
+
+        if not arguments["path"]:
+            raise InvalidArgumentError("the core engine writes files only (path=); use engine='spark' for "
+                                       "Spark tables and SQL")
+        data = ds.dataset(arguments["path"], format=arguments["format"]).to_table()
+        table = hook.get_table(self.table)
+        overwrite: bool | dict = False
+        if arguments["mode"] == "overwrite":
+            overwrite = partition_spec(arguments["overwrite_partition"]) or True
+        row_kinds = None
+        if arguments["row_kind_column"]:
+            row_kinds = data.column(arguments["row_kind_column"])
+            data = data.drop_columns([arguments["row_kind_column"]])
+        done = table.write(data, overwrite=overwrite, row_kinds=row_kinds, commit_user=arguments["commit_user"],
+                           commit_identifier=arguments["commit_identifier"])
+        return {"job": "write", "table": self.table, **done.to_dict()}
+
+
+class PaimonCompactOperator(PaimonJobOperator):
+    """Compact the table (``full``, or Paimon's universal compaction), buckets in parallel."""
+
+    job, commits = "compact", True
+    template_fields = (*PaimonJobOperator.template_fields, "partitions")
+
+    def __init__(self, *, full: bool = True, partitions: Sequence[str] | None = None,
+                 buckets: Sequence[int] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.full, self.partitions, self.buckets = full, partitions, buckets
+
+    def arguments(self, context):
+        return {"full": bool(self.full), "partition": list(self.partitions or []) or None,
+                "bucket": list(self.buckets or []) or None}
+
+    def _kwargs(self, arguments):
+        from paimonflow.jobs.write import partition_specs
+
+        return {"full": arguments["full"], "partitions": partition_specs(arguments["partition"]),
+                "buckets": arguments["bucket"], "commit_user": arguments["commit_user"],
+                "commit_identifier": arguments["commit_identifier"]}
+
+    def run_spark(self, spark, hook, arguments):
+        from paimonflow.jobs.compact import compact
+
+        return compact(spark, hook.location(self.table), **self._kwargs(arguments)).to_dict()
+
+    def run_core(self, hook, arguments):
+        result = hook.get_table(self.table).compact(**self._kwargs(arguments))
+        return {"job": "compact", "table": self.table, **result.to_dict()}
+
+
+class PaimonExpireSnapshotsOperator(PaimonJobOperator):
+    """Expire snapshots by the table's options (each overridable); ``dry_run`` plans only."""
+
+    job = "expire-snapshots"
+    template_fields = (*PaimonJobOperator.template_fields, "older_than")
+
+    def __init__(self, *, retain_min: int | None = None, retain_max: int | None = None,
+                 older_than: str | None = None, max_deletes: int | None = None, dry_run: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.retain_min, self.retain_max, self.older_than = retain_min, retain_max, older_than
+        self.max_deletes, self.dry_run = max_deletes, dry_run
+
+    def arguments(self, context):
+        return {"retain_min": self.retain_min, "retain_max": self.retain_max,
+                "older_than_millis": _millis(self.older_than), "max_deletes": self.max_deletes,
+                "dry_run": self.dry_run}
+
+
+class PaimonExpireChangelogsOperator(PaimonJobOperator):
+    """Expire long-lived changelogs by the table's ``changelog.*`` options (each overridable)."""
+
+    job = "expire-changelogs"
+    template_fields = (*PaimonJobOperator.template_fields, "older_than")
+
+    def __init__(self, *, retain_min: int | None = None, retain_max: int | None = None,
+                 older_than: str | None = None, max_deletes: int | None = None, delete_all: bool = False,
+                 dry_run: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.retain_min, self.retain_max, self.older_than = retain_min, retain_max, older_than
+        self.max_deletes, self.delete_all, self.dry_run = max_deletes, delete_all, dry_run
+
+    def arguments(self, context):
+        return {"retain_min": self.retain_min, "retain_max": self.retain_max,
+                "older_than_millis": _millis(self.older_than), "max_deletes": self.max_deletes,
+                "delete_all": self.delete_all, "dry_run": self.dry_run}
+
+
+class PaimonExpirePartitionsOperator(PaimonJobOperator):
+    """Drop partitions older than ``expiration`` (default ``partition.expiration-time``)."""
+
+    job, commits = "expire-partitions", True
+    template_fields = (*PaimonJobOperator.template_fields, "expiration")
+
+    def __init__(self, *, expiration: str | None = None, dry_run: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.expiration, self.dry_run = expiration, dry_run
+
+    def arguments(self, context):
+        return {"expiration_millis": _millis(self.expiration), "dry_run": self.dry_run}
+
+    def run_core(self, hook, arguments):
+        arguments.pop("commit_identifier", None)
+        return super().run_core(hook, arguments)
+
+    def run_spark(self, spark, hook, arguments):
+        arguments.pop("commit_identifier", None)
+        return super().run_spark(spark, hook, arguments)
+
+
+class PaimonAnalyzeOperator(PaimonJobOperator):
+    """Compute table statistics (an ANALYZE snapshot)."""
+
+    job = "analyze"
+
+    def __init__(self, *, columns: Sequence[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.columns = columns
+
+    def arguments(self, context):
+        return {"columns": list(self.columns) if self.columns else None}
+
+
+class PaimonCreateTagOperator(PaimonJobOperator):
+    """Tag a snapshot (default: the latest); ``name`` is templated, e.g. ``"{{ ds }}"``."""
+
+    job = "create-tag"
+    template_fields = (*PaimonJobOperator.template_fields, "name", "time_retained")
+
+    def __init__(self, *, name: str, snapshot_id: int | None = None, time_retained: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.name, self.snapshot_id, self.time_retained = name, snapshot_id, time_retained
+
+    def arguments(self, context):
+        return {"name": self.name, "snapshot_id": self.snapshot_id, "time_retained": self.time_retained}
+
+    def run_core(self, hook, arguments):
+        table = hook.get_table(self.table)
+        existing = table.tags.list().get(arguments["name"])
+        if existing is not None and existing.id == (arguments["snapshot_id"] or table.snapshot_manager.latest_id()):
+            # a retried task: the tag it made is already there
+            return {"job": "create-tag", "table": self.table, "snapshot_id": existing.id,
+                    "tag": arguments["name"], "already_existed": True}
+        return super().run_core(hook, arguments)
+
+    def run_spark(self, spark, hook, arguments):
+        return self.run_core(hook, arguments)
+
+
+class PaimonDeleteTagOperator(PaimonJobOperator):
+    job = "delete-tag"
+    template_fields = (*PaimonJobOperator.template_fields, "name")
+
+    def __init__(self, *, name: str, dry_run: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.name, self.dry_run = name, dry_run
+
+    def arguments(self, context):
+        return {"name": self.name, "dry_run": self.dry_run}
+
+
+class PaimonExpireTagsOperator(PaimonJobOperator):
+    job = "expire-tags"
+    template_fields = (*PaimonJobOperator.template_fields, "older_than")
+
+    def __init__(self, *, older_than: str | None = None, dry_run: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.older_than, self.dry_run = older_than, dry_run
+
+    def arguments(self, context):
+        return {"older_than_millis": _millis(self.older_than), "dry_run": self.dry_run}
+
+
+class PaimonRollbackOperator(PaimonJobOperator):
+    job = "rollback"
+
+    def __init__(self, *, snapshot_id: int | None = None, tag: str | None = None,
+                 timestamp_millis: int | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.snapshot_id, self.tag, self.timestamp_millis = snapshot_id, tag, timestamp_millis
+
+    def arguments(self, context):
+        return {"snapshot_id": self.snapshot_id, "tag": self.tag, "timestamp_millis": self.timestamp_millis}
+
+
+class PaimonRemoveOrphanFilesOperator(PaimonJobOperator):
+    """Delete unreferenced files older than ``older_than`` (default 1 day). A window shorter than
+    ``min_older_than`` (default 1 hour) is refused: it could delete a running writer's new files."""
+
+    job = "remove-orphan-files"
+    template_fields = (*PaimonJobOperator.template_fields, "older_than", "min_older_than")
+
+    def __init__(self, *, older_than: str = "1 d", min_older_than: str = "1 h", dry_run: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.older_than, self.min_older_than, self.dry_run = older_than, min_older_than, dry_run
+
+    def arguments(self, context):
+        return {"older_than_millis": _millis(self.older_than), "min_older_than_millis": _millis(self.min_older_than),
+                "dry_run": self.dry_run}
+
+    def run_core(self, hook, arguments):
+        plan = hook.get_table(self.table).remove_orphan_files(**arguments)
+        return {"job": self.job, "table": self.table, **plan.to_dict(), "orphans": len(plan.orphans)}
+
+
+class PaimonReadChangesOperator(PaimonJobOperator):
+    """Write the changes of a snapshot range (``start_snapshot`` exclusive, ``end_snapshot``
+    inclusive; both templated, e.g. from the snapshot sensor's XCom) to ``output_path``."""
+
+    job = "read-changes"
+    template_fields = (*PaimonJobOperator.template_fields, "start_snapshot", "end_snapshot", "output_path")
+
+    def __init__(self, *, start_snapshot: int | str, output_path: str, end_snapshot: int | str | None = None,
+                 mode: str = "auto", output_format: str = "parquet", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.start_snapshot, self.end_snapshot, self.output_path = start_snapshot, end_snapshot, output_path
+        self.mode, self.output_format = mode, output_format
+
+    def arguments(self, context):
+        try:
+            start = int(self.start_snapshot)
+            end = int(self.end_snapshot) if self.end_snapshot not in (None, "", "None") else None
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(f"start/end snapshots must be integers, got {self.start_snapshot!r} and "
+                                       f"{self.end_snapshot!r}") from None
+        return {"start_snapshot": start, "end_snapshot": end, "mode": self.mode, "output": self.output_path,
+                "output_format": self.output_format}
+
+    def run_core(self, hook, arguments):
+        import os
+
+        import pyarrow.parquet as pq
+
+        table = hook.get_table(self.table)
+        end = arguments["end_snapshot"] or table.snapshot_manager.latest_id()
+        rows = table.read_changes(arguments["start_snapshot"], end, mode=arguments["mode"])
+        os.makedirs(arguments["output"], exist_ok=True)
+        pq.write_table(rows, os.path.join(arguments["output"], "changes.parquet"))
+        return {"job": self.job, "table": self.table, "snapshot_id": end, "rows": rows.num_rows,
+                "output": arguments["output"]}
+
+
+class PaimonBranchOperator(PaimonJobOperator):
+    """Create (``action="create"``, optionally from ``tag``), delete or fast-forward a branch."""
+
+    job = "branch"
+    template_fields = (*PaimonJobOperator.template_fields, "branch", "tag")
+
+    def __init__(self, *, branch: str, action: str = "create", tag: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.branch, self.action, self.tag = branch, action, tag
+
+    def arguments(self, context):
+        if self.action not in ("create", "delete", "fast-forward"):
+            raise InvalidArgumentError(f"action must be create, delete or fast-forward, not {self.action!r}")
+        return {}
+
+    def run_core(self, hook, arguments):
+        table = hook.get_table(self.table)
+        if self.action == "create":
+            branch = table.branches.create(self.branch, tag=self.tag)
+            return {"job": "create-branch", "table": branch.identifier,
+                    "snapshot_id": branch.snapshot_manager.latest_id()}
+        if self.action == "delete":
+            table.branches.delete(self.branch)
+            return {"job": "delete-branch", "table": self.table, "branch": self.branch, "snapshot_id": None}
+        done = table.branches.fast_forward(self.branch)
+        return {"job": "fast-forward", "table": self.table, "snapshot_id": done.copied_snapshots[-1],
+                "removed_snapshots": list(done.removed_snapshots), "copied_snapshots": list(done.copied_snapshots)}
+
+    def run_spark(self, spark, hook, arguments):
+        return self.run_core(hook, arguments)
+
+    def _run_submitted(self, hook, arguments):
+        return self.run_core(hook, arguments)  # metadata only: nothing to submit
+
+
+__all__ = ["PaimonAnalyzeOperator", "PaimonBranchOperator", "PaimonCompactOperator", "PaimonCreateTagOperator",
+           "PaimonDeleteTagOperator", "PaimonExpireChangelogsOperator", "PaimonExpirePartitionsOperator", "PaimonExpireSnapshotsOperator",
+           "PaimonExpireTagsOperator", "PaimonJobOperator", "PaimonReadChangesOperator",
+           "PaimonRemoveOrphanFilesOperator", "PaimonRollbackOperator", "PaimonWriteOperator", "commit_user_for",
+           "table_asset"]
