@@ -130,73 +130,12 @@ class Table:
         such writers pass ``compact=False`` too (two writers must never compact one bucket).
         """
         latest = self.snapshot_manager.latest()
-        partition_types = [self.arrow_schema.field(k).type for k in self.partition_keys]
-        live: dict[tuple[bytes, int], list] | None = None
-
-        def bucket_files() -> dict[tuple[bytes, int], list]:
-            nonlocal live
-            if live is None:
-                live = {}
-                if latest is not None:
-                    for e in self.manifest_io.live_entries(latest):
-                        live.setdefault((e.partition, e.bucket), []).append(e.file)
-            return live
-
-        def restore(partition: tuple[object, ...], bucket: int) -> list:
-            if overwrite:
-                return []
-            return bucket_files().get((serialize_row(list(partition), partition_types), bucket), [])
-
-        def next_sequence(partition: tuple[object, ...], bucket: int) -> int:
-            files = restore(partition, bucket)
-            return max((f.max_sequence_number for f in files), default=-1) + 1
-
-        def compactor(writer: TableWrite):
-            if not self.primary_keys:
-                from .compact.append_rewrite import AppendCompactor
-
-                return AppendCompactor(self, writer=writer)
-            from .compact.merge_tree import BucketCompactor
-
-            return BucketCompactor(self, writer=writer)
-
-        vectors_cache: list = []
-
-        def restore_vectors(partition: tuple[object, ...], bucket: int):
-            from .meta.index_files import DELETION_VECTORS
-
-            if not vectors_cache:
-                vectors_cache.append((self.deletion_vectors(latest), self.index_files_of(latest, DELETION_VECTORS)))
-            vectors, files = vectors_cache[0]
-            return vectors.get((tuple(partition), bucket), {}), files.get((tuple(partition), bucket), [])
-
-        hash_cache: list = []
-
-        def restore_hashes(partition: tuple[object, ...]) -> dict:
-            """``{bucket: (key hashes, HASH index file)}`` of one partition (dynamic bucket mode)."""
-            from .meta.index_files import HASH, read_hash_file
-
-            if overwrite:
-                return {}
-            if not hash_cache:
-                hash_cache.append(self.index_files_of(latest, HASH))
-            out = {}
-            for (values, bucket), metas in hash_cache[0].items():
-                if values == tuple(partition):
-                    hashes = [read_hash_file(self.file_io, self.index_dir, m) for m in metas]
-                    out[bucket] = (np.concatenate(hashes) if hashes else np.zeros(0, np.int32), metas)
-            return out
-
         # unaware-bucket append writers and overwrite writers never compact
         compacting = (bool(self.primary_keys) or self.options.bucket > 0) and not overwrite and compact
+        start = SnapshotStart(self, latest, overwrite=overwrite)
         return TableWrite(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
-                          sequence_lookup=next_sequence, restore=restore,
-                          compactor_factory=compactor if compacting else None, spill_dir=spill_dir,
-                          restore_vectors=restore_vectors, restore_hashes=restore_hashes,
-                          sequence_stride=sequence_stride, sequence_offset=sequence_offset,
-                          restore_keys=lambda: self.split_reader().read(self.plan(snapshot_id=latest.id), columns=list(
-                              dict.fromkeys([*self.primary_keys, *self.partition_keys])))
-                          if latest is not None else None)
+                          start=start, compactor_factory=start.compactor if compacting else None,
+                          spill_dir=spill_dir, sequence_stride=sequence_stride, sequence_offset=sequence_offset)
 
     def new_commit(self, commit_user: str | None = None, *, clock: Callable[[], float] | None = None) -> TableCommit:
         """A committer for messages of :meth:`new_write` (one per job, on the driver).
@@ -587,3 +526,69 @@ def _above_level_0(level: int) -> bool:
 def _travels(snapshot_id: int | None, tag: str | None, timestamp: int | datetime | None) -> bool:
     """True if a read names its snapshot (time travel) instead of reading the latest."""
     return snapshot_id is not None or tag is not None or timestamp is not None
+
+
+class SnapshotStart:
+    """What a writer of ``table`` continues from: ``snapshot`` (None: an empty table), read lazily
+    and once (a :class:`~paimonflow.core.write.start.WriteStart`). An ``overwrite`` writer starts
+    from no files, sequence numbers or hash index (what it writes replaces them), but still routes
+    cross-partition upserts by the keys that exist."""
+
+    def __init__(self, table: Table, snapshot: Snapshot | None, *, overwrite: bool) -> None:
+        self._table, self._snapshot, self._overwrite = table, snapshot, overwrite
+        self._partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
+        self._live: dict[tuple[bytes, int], list] | None = None
+        self._vectors: tuple[dict, dict] | None = None
+        self._hash_files: dict | None = None
+
+    def files(self, partition: tuple[object, ...], bucket: int) -> list:
+        if self._overwrite or self._snapshot is None:
+            return []
+        if self._live is None:
+            self._live = {}
+            for e in self._table.manifest_io.live_entries(self._snapshot):
+                self._live.setdefault((e.partition, e.bucket), []).append(e.file)
+        return self._live.get((serialize_row(list(partition), self._partition_types), bucket), [])
+
+    def next_sequence(self, partition: tuple[object, ...], bucket: int) -> int:
+        return max((f.max_sequence_number for f in self.files(partition, bucket)), default=-1) + 1
+
+    def deletion_vectors(self, partition: tuple[object, ...], bucket: int):
+        from .meta.index_files import DELETION_VECTORS
+
+        if self._vectors is None:
+            self._vectors = (self._table.deletion_vectors(self._snapshot),
+                             self._table.index_files_of(self._snapshot, DELETION_VECTORS))
+        vectors, files = self._vectors
+        return vectors.get((tuple(partition), bucket), {}), files.get((tuple(partition), bucket), [])
+
+    def hash_index(self, partition: tuple[object, ...]) -> dict:
+        from .meta.index_files import HASH, read_hash_file
+
+        if self._overwrite:
+            return {}
+        if self._hash_files is None:
+            self._hash_files = self._table.index_files_of(self._snapshot, HASH)
+        out = {}
+        for (values, bucket), metas in self._hash_files.items():
+            if values == tuple(partition):
+                hashes = [read_hash_file(self._table.file_io, self._table.index_dir, m) for m in metas]
+                out[bucket] = (np.concatenate(hashes) if hashes else np.zeros(0, np.int32), metas)
+        return out
+
+    def keys(self) -> pa.Table | None:
+        if self._snapshot is None:
+            return None
+        table = self._table
+        return table.split_reader().read(table.plan(snapshot_id=self._snapshot.id), columns=list(
+            dict.fromkeys([*table.primary_keys, *table.partition_keys])))
+
+    def compactor(self, writer: TableWrite):
+        """The compactor of ``writer``'s buckets: merge-tree for primary-key tables, else append."""
+        if not self._table.primary_keys:
+            from .compact.append_rewrite import AppendCompactor
+
+            return AppendCompactor(self._table, writer=writer)
+        from .compact.merge_tree import BucketCompactor
+
+        return BucketCompactor(self._table, writer=writer)

@@ -40,6 +40,7 @@ from .conform import conform, row_kinds_of, to_arrow_table
 from .cross_partition import CrossPartitionRouter
 from .file_writer import ParquetStream, with_system_columns
 from .messages import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, CommitMessage
+from .start import EmptyStart, WriteStart
 
 
 @dataclass(slots=True)
@@ -131,9 +132,8 @@ class TableWrite:
     """
 
     def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
+                 start: WriteStart | None = None, compactor_factory=None, spill_dir: str | None = None,
                  next_sequence: dict[tuple[tuple[object, ...], int], int] | None = None,
-                 sequence_lookup=None, restore=None, compactor_factory=None, spill_dir: str | None = None,
-                 restore_vectors=None, restore_hashes=None, restore_keys=None,
                  sequence_stride: int = 1, sequence_offset: int = 0) -> None:
         options.require_supported_for_write()
         if sequence_stride < 1 or not 0 <= sequence_offset < sequence_stride:
@@ -156,11 +156,7 @@ class TableWrite:
         self._bucket_keys = list(schema.bucket_keys) if self._bucket > 0 else []
         self._groups: dict[tuple[tuple[object, ...], int], _Group] = {}
         self._buffered = 0
-        self._sequence_lookup = sequence_lookup  # (partition, bucket) -> next sequence number
-        self._restore = restore  # (partition, bucket) -> live files of the snapshot the writer started from
-        self._restore_vectors = restore_vectors  # (partition, bucket) -> (deletion vectors, their index files)
-        self._restore_hashes = restore_hashes  # partition -> {bucket: (key hashes, HASH index files)}
-        self._restore_keys = restore_keys  # () -> primary and partition keys of every live row (cross-partition)
+        self._start: WriteStart = start if start is not None else EmptyStart()  # the snapshot it continues
         self._bucket_indexes: dict[tuple[object, ...], PartitionBucketIndex] = {}
         self._hash_files: dict[tuple[tuple[object, ...], int], list[IndexFileMeta]] = {}
         self._compactor_factory = compactor_factory  # TableWrite -> BucketCompactor (None: never compact)
@@ -261,7 +257,7 @@ class TableWrite:
 
     def _router_of(self) -> CrossPartitionRouter:
         if self._router is None:
-            existing = self._restore_keys() if self._restore_keys is not None else None
+            existing = self._start.keys()
             partition_schema = pa.schema([self._arrow_schema.field(k) for k in self._partition_keys])
             self._router = CrossPartitionRouter(list(self._schema.primary_keys), self._partition_keys,
                                                 self._options.merge_engine, partition_schema, existing)
@@ -271,7 +267,7 @@ class TableWrite:
         index = self._bucket_indexes.get(partition)
         if index is None:
             index = PartitionBucketIndex(DynamicBucketOptions.from_options(self._schema.options))
-            for bucket, (hashes, files) in (self._restore_hashes(partition) if self._restore_hashes else {}).items():
+            for bucket, (hashes, files) in self._start.hash_index(partition).items():
                 index.hashes[bucket] = np.unique(hashes).astype(np.int32)
                 self._hash_files[(partition, bucket)] = list(files)
             self._bucket_indexes[partition] = index
@@ -305,7 +301,7 @@ class TableWrite:
 
     def _take_sequence(self, key: tuple[tuple[object, ...], int], count: int) -> int:
         if key not in self._next_sequence:
-            self._next_sequence[key] = (self._sequence_lookup(*key) if self._sequence_lookup else 0) + self._offset
+            self._next_sequence[key] = self._start.next_sequence(*key) + self._offset
         first = self._next_sequence[key]
         self._next_sequence[key] = first + count * self._stride
         return first
@@ -395,10 +391,10 @@ class TableWrite:
         state = self._states.get(key)
         if state is None:
             may_compact = self._compactor_factory is not None  # write-only writers still compact on request
-            files = list(self._restore(partition, bucket)) if (self._restore is not None and may_compact) else []
+            files = list(self._start.files(partition, bucket)) if may_compact else []
             state = self._states[key] = _BucketState(files=files, total_buckets=self._bucket if self._bucket > 0 else -1)
-            if self._options.deletion_vectors and self._restore_vectors is not None and may_compact:
-                vectors, index_files = self._restore_vectors(partition, bucket)
+            if self._options.deletion_vectors and may_compact:
+                vectors, index_files = self._start.deletion_vectors(partition, bucket)
                 state.vectors, state.vector_files = dict(vectors), list(index_files)
         return state
 
