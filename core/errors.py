@@ -131,3 +131,32 @@ class TagTargetExpiringError(MaintenanceConflictError, SnapshotNotFoundError):
 
 class UnsupportedError(PaimonflowError, NotImplementedError):
     """A feature of the format that this version of paimonflow does not handle."""
+
+
+class StorageOutcomeUnknownError(StorageError):
+    """A write may or may not have landed (timeout, lost response, server error).
+
+    Never clean up after it: re-read what is there (a commit looks for its own identity) or retry
+    with the same payload.
+    """
+
+
+class InvalidStorageOptionError(PaimonflowError, ValueError):
+    """A storage option (``s3.*``) is unknown or malformed. The message never shows the value."""
+
+
+class UnknownSystemTableError(PaimonflowError, LookupError):
+    """No system table of that name."""
+
+
+class ReferencesUnreadableError(PaimonflowError):
+    """What a snapshot, tag or changelog needs cannot be read completely (a metadata file is
+    missing or unreadable), so nothing can be proven unneeded."""
+
+
+class OrphanCleanAbortedError(PaimonflowError):
+    """Some snapshot or tag could not be read, so no file can be proven unreferenced."""
+
+
+class SparkUnavailableError(PaimonflowError):
+    """PySpark or Java is missing, or too old (raised by ``paimonflow.jobs``)."""

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Mapping
 
-from paimonflow.core.errors import PaimonflowError
+from paimonflow.core.errors import SparkUnavailableError
 
 DEFAULT_MASTER = "local[2]"
 
@@ -28,10 +28,6 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.python.worker.reuse": "true",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
 }
-
-
-class SparkUnavailableError(PaimonflowError):
-    """PySpark or Java is missing, or too old."""
 
 
 def spark_session(*, master: str | None = None, app_name: str = "paimonflow",

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ..errors import UnsupportedError
-from .base import FileIO, FileStatus, InvalidStorageOptionError, StorageOutcomeUnknownError, join
+from ..errors import InvalidStorageOptionError, StorageOutcomeUnknownError, UnsupportedError
+from .base import FileIO, FileStatus, join
 from .local import LocalFileIO
 from .s3 import S3FileIO
 

@@ -19,22 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, Protocol, runtime_checkable
 
-from ..errors import PaimonflowError, StorageError
-
 if TYPE_CHECKING:
     import pyarrow.fs
-
-
-class StorageOutcomeUnknownError(StorageError):
-    """A write may or may not have landed (timeout, lost response, server error).
-
-    Never clean up after it: re-read what is there (a commit looks for its own identity) or retry
-    with the same payload.
-    """
-
-
-class InvalidStorageOptionError(PaimonflowError, ValueError):
-    """A storage option (``s3.*``) is unknown or malformed. The message never shows the value."""
 
 
 def join(base: str, *parts: str) -> str:

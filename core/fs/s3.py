@@ -38,8 +38,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import urlsplit
 
-from ..errors import FileNotFoundStorageError, StorageError, UnsupportedError
-from .base import FileStatus, InvalidStorageOptionError, StorageOutcomeUnknownError, join
+from ..errors import (
+    FileNotFoundStorageError,
+    InvalidStorageOptionError,
+    StorageError,
+    StorageOutcomeUnknownError,
+    UnsupportedError,
+)
+from .base import FileStatus, join
 
 if TYPE_CHECKING:
     import pyarrow.fs

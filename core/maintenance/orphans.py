@@ -18,21 +18,15 @@ import time
 from collections.abc import Callable, Set
 from dataclasses import dataclass
 
-from ..data.binary_row import deserialize_row
-from ..errors import FileNotFoundStorageError, InvalidArgumentError, PaimonflowError
+from ..errors import FileNotFoundStorageError, InvalidArgumentError, OrphanCleanAbortedError, PaimonflowError
 from ..faults import crash_point
 from ..fs import join
-from ..meta.layout import bucket_directory
-from ..meta.references import metadata_files
+from ..meta.references import files_needed_by
 
 _PROTECTED_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog", "branch")
 # ``.<name>.<unique id>.tmp``: a file being written (LocalFileIO, and Paimon's own atomic writes)
 _TEMP_FILE = re.compile(r"^\..+\.tmp$")
 DEFAULT_OLDER_THAN_MILLIS = 24 * 3600 * 1000
-
-
-class OrphanCleanAbortedError(PaimonflowError):
-    """Some snapshot or tag could not be read, so no file can be proven unreferenced."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,7 +48,10 @@ def referenced_files(table) -> set[str]:
     _check_branch_directories(table)
     out: set[str] = set()
     for branch in ["main", *BranchManager(table).list()]:
-        out |= _referenced_by_branch(open_branch(table, branch))
+        try:
+            out |= files_needed_by(open_branch(table, branch), strict=True)
+        except PaimonflowError as exc:
+            raise OrphanCleanAbortedError(f"{exc}; no file was deleted") from exc
     return out
 
 
@@ -71,44 +68,6 @@ def _check_branch_directories(table) -> None:
         if has_state and not has_schema:
             raise OrphanCleanAbortedError(f"branch directory {status.path} has snapshots or tags but no schema; "
                                           "check it by hand (no file was deleted)")
-
-
-def _referenced_by_branch(table) -> set[str]:
-    manager = table.snapshot_manager
-    keepers = []
-    for sid in manager.list_ids():
-        snap = manager.try_snapshot(sid)
-        if snap is not None:
-            keepers.append(snap)
-    keepers += list(table.tag_manager.list_tags().values())
-    from ..meta.changelogs import ChangelogManager
-    from ..meta.references import changelog_files
-
-    changelogs = ChangelogManager(table.file_io, table.path, table.branch)
-    long_lived = [c for c in map(changelogs.try_changelog, changelogs.list_ids()) if c is not None]
-    partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
-    out: set[str] = set()
-    for snap in keepers:
-        try:
-            metadata = list(metadata_files(table, snap))
-            for path in metadata:
-                if not table.file_io.exists(path):
-                    raise FileNotFoundStorageError(f"no such file: {path}")
-            out.update(metadata)
-            entries = [*table.manifest_io.live_entries(snap), *table.manifest_io.changelog_entries(snap)]
-        except PaimonflowError as exc:
-            raise OrphanCleanAbortedError(f"snapshot {snap.id} cannot be read completely ({exc}); "
-                                          "no file was deleted") from exc
-        for e in entries:
-            values = tuple(deserialize_row(e.partition, partition_types))
-            directory = bucket_directory(table.path, table.schema, table.options, values, e.bucket)
-            out.add(e.file.external_path or join(directory, e.file.file_name))
-            out.update(join(directory, x) for x in e.file.extra_files)
-        if snap.statistics:
-            out.add(join(table.path, "statistics", snap.statistics))
-    for changelog in long_lived:  # what a long-lived changelog keeps (its index/stats went with its snapshot)
-        out |= changelog_files(table, changelog)
-    return out
 
 
 def _walk(file_io, directory: str):

@@ -5,6 +5,8 @@ protection, orphan removal).
 * :func:`metadata_files`: the manifest lists, manifests, index manifest, index and statistics
   files a snapshot (or tag, or changelog) references;
 * :func:`changelog_files`: what a long-lived changelog keeps alive;
+* :func:`files_needed_by`: everything one branch's snapshots, tags and long-lived changelogs need
+  (orphan removal keeps exactly the union over the branches);
 * :func:`files_of_other_branches`: what every other branch references;
 * :func:`entry_path_resolver`: where a manifest entry's data file lives;
 * :func:`restored_from_tag`: the snapshot a tag brings back without naming files that are gone.
@@ -19,9 +21,12 @@ from dataclasses import dataclass, replace
 from ..data.binary_row import deserialize_row
 from ..errors import (
     FileNotFoundStorageError,
+    PaimonflowError,
+    ReferencesUnreadableError,
     SnapshotNotFoundError,
 )
 from ..fs import join
+from .changelogs import ChangelogManager
 from .layout import MAIN_BRANCH, bucket_directory
 from .manifest import FileKind
 from .schema_manager import existing_branches
@@ -65,17 +70,26 @@ def has_producer(table) -> bool:
     return str(table.options.changelog_producer) != "none"
 
 
-def entry_path_resolver(table):
-    """``entry -> absolute path`` of manifest entries' data files (partitions decoded once each)."""
+def bucket_directory_resolver(table):
+    """``entry -> its bucket's directory`` for manifest entries (partitions decoded once each)."""
     partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
     decoded: dict[bytes, tuple] = {}
 
-    def path_of(entry) -> str:
+    def directory_of(entry) -> str:
         values = decoded.get(entry.partition)
         if values is None:
             values = decoded[entry.partition] = tuple(deserialize_row(entry.partition, partition_types))
-        directory = bucket_directory(table.path, table.schema, table.options, values, entry.bucket)
-        return entry.file.external_path or join(directory, entry.file.file_name)
+        return bucket_directory(table.path, table.schema, table.options, values, entry.bucket)
+
+    return directory_of
+
+
+def entry_path_resolver(table):
+    """``entry -> absolute path`` of manifest entries' data files (partitions decoded once each)."""
+    directory_of = bucket_directory_resolver(table)
+
+    def path_of(entry) -> str:
+        return entry.file.external_path or join(directory_of(entry), entry.file.file_name)
 
     return path_of
 
@@ -135,6 +149,41 @@ def metadata_files(table, snapshot: Snapshot) -> Iterable[str]:
             entries = []
         for e in entries:
             yield e.file.external_path or join(table.index_dir, e.file.file_name)
+
+
+def files_needed_by(table, *, strict: bool = False) -> set[str]:
+    """Absolute paths of every file ``table``'s branch needs: for each retained snapshot and tag,
+    its manifest lists, manifests, index manifest, index files, statistics, the data files live in
+    it (with their extra files) and its changelog files; for each long-lived changelog, what
+    :func:`changelog_files` keeps. ``strict``: a metadata file that is missing or unreadable raises
+    (:class:`~paimonflow.core.errors.ReferencesUnreadableError`) instead of being skipped, so that a caller about to delete "everything else" never deletes on uncertainty."""
+    manager = table.snapshot_manager
+    keepers = [s for s in map(manager.try_snapshot, manager.list_ids()) if s is not None]
+    keepers += list(table.tag_manager.list_tags().values())
+    changelogs = ChangelogManager(table.file_io, table.path, table.branch)
+    long_lived = [c for c in map(changelogs.try_changelog, changelogs.list_ids()) if c is not None]
+    directory_of = bucket_directory_resolver(table)
+    out: set[str] = set()
+    for snap in keepers:
+        try:
+            metadata = list(metadata_files(table, snap))
+            if strict:
+                for path in metadata:
+                    if not table.file_io.exists(path):
+                        raise FileNotFoundStorageError(f"no such file: {path}")
+            out.update(metadata)
+            entries = [*table.manifest_io.live_entries(snap), *table.manifest_io.changelog_entries(snap)]
+        except PaimonflowError as exc:
+            if strict:
+                raise ReferencesUnreadableError(f"snapshot {snap.id} cannot be read completely ({exc})") from exc
+            continue
+        for e in entries:
+            directory = directory_of(e)
+            out.add(e.file.external_path or join(directory, e.file.file_name))
+            out.update(join(directory, x) for x in e.file.extra_files)
+    for changelog in long_lived:  # its index files and statistics went with its snapshot
+        out |= changelog_files(table, changelog)
+    return out
 
 
 def walk_files(file_io, directory: str) -> Iterable[str]:

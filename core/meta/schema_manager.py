@@ -14,8 +14,9 @@ from ..errors import (
     InvalidNameError,
     SchemaChangeError,
     SchemaError,
+    StorageOutcomeUnknownError,
 )
-from ..fs.base import FileIO, StorageOutcomeUnknownError, join
+from ..fs.base import FileIO, join
 from ..names import validate_name
 from .layout import BRANCH_DIR, BRANCH_PREFIX, branch_root
 from .schema import TableSchema

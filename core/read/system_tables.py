@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from ..data.binary_row import deserialize_row
-from ..errors import PaimonflowError
+from ..errors import UnknownSystemTableError
 from ..fs import join
 from ..meta.layout import bucket_directory
 from ..meta.schema import type_to_json_value
@@ -189,10 +189,6 @@ SYSTEM_TABLES: dict[str, Callable] = {
     "read_optimized": _read_optimized, "ro": _read_optimized, "index_files": _index_files,
     "audit_log": _audit_log, "branches": _branches,
 }
-
-
-class UnknownSystemTableError(PaimonflowError, LookupError):
-    """No system table of that name."""
 
 
 def load(table, name: str) -> pa.Table:
