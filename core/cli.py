@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from .catalog import Catalog
-from .errors import PaimonflowError
+from .errors import PaimonflowError, SnapshotNotFoundError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Inspect and change Apache Paimon tables (filesystem catalog).")
@@ -436,7 +436,10 @@ def analyze_(identifier: Identifier, warehouse: Warehouse,
 
     table = _catalog(warehouse).get_table(identifier)
     table.analyze(column)
-    _report(read_statistics(table.refresh()))
+    statistics = read_statistics(table.refresh())
+    if statistics is None:  # an empty table: nothing to analyze
+        raise SnapshotNotFoundError(f"{identifier} has no snapshot to analyze")
+    _report(statistics)
 
 
 @command("consumers")

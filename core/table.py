@@ -13,10 +13,12 @@ import pyarrow as pa
 
 from .data.binary_row import deserialize_row, serialize_row
 from .errors import (
+    BranchNotFoundError,
     CommitOutcomeUnknownError,
     InvalidArgumentError,
     InvalidOptionError,
     SnapshotNotFoundError,
+    TableNotFoundError,
     TagNotFoundError,
     UnsupportedError,
 )
@@ -81,8 +83,15 @@ class Table:
         return self.schema.arrow_schema()
 
     def refresh(self) -> Table:
-        return Table(file_io=self.file_io, path=self.path, identifier=self.identifier,
-                     schema=self.schema_manager.latest(), branch=self.branch)
+        """This table with its latest schema. Raises :class:`TableNotFoundError` (or
+        :class:`BranchNotFoundError`) if it has been dropped (or its branch deleted) since."""
+        schema = self.schema_manager.latest()
+        if schema is None:
+            if self.branch == MAIN_BRANCH:
+                raise TableNotFoundError(f"table {self.identifier!r} no longer exists")
+            raise BranchNotFoundError(f"branch {self.branch!r} of table {self.identifier!r} no longer exists")
+        return Table(file_io=self.file_io, path=self.path, identifier=self.identifier, schema=schema,
+                     branch=self.branch)
 
     # -- branches ----------------------------------------------------------------------------
 

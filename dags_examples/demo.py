@@ -151,7 +151,8 @@ def main(warehouse: str = "demo-warehouse") -> int:
     return 0
 
 
-def spark_demo(root: Path) -> None:
+def spark_demo(root: Path) -> bool:
+    """The Spark step; False when it was skipped (no usable Java)."""
     from paimonflow.jobs.compact import compact
     from paimonflow.jobs.environment import detect_java
     from paimonflow.jobs.location import TableLocation
@@ -242,6 +243,9 @@ def dagster_demo(root: Path) -> None:
         console.print(f"  check {check.check_name}: {'passed' if check.passed else 'FAILED'}")
     tick = example.orders_sensor.evaluate_tick(dg.build_sensor_context(
         cursor=None, resources={"paimon": PaimonResource(warehouse=str(root))}))
+    if not tick.run_requests:
+        console.print("[red]snapshot sensor: no run request for the new snapshots[/red]")
+        return
     request = tick.run_requests[0]
     console.print(f"snapshot sensor: one run request for snapshots {request.tags['paimon/start_snapshot']}.."
                   f"{request.tags['paimon/end_snapshot']} (run_key {request.run_key})")

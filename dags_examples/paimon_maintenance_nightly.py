@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
+from typing import Any
 
 from airflow.sdk import DAG
 
@@ -32,7 +33,7 @@ with DAG(
     catchup=False,
     tags=["paimonflow"],
 ):
-    common = {"table": TABLE, "warehouse": WAREHOUSE, "engine": ENGINE}
+    common: dict[str, Any] = {"table": TABLE, "warehouse": WAREHOUSE, "engine": ENGINE}
     compact = PaimonCompactOperator(task_id="compact", full=True, outlets=[table_asset(WAREHOUSE, TABLE)], **common)
     expire = PaimonExpireSnapshotsOperator(task_id="expire_snapshots", **common)
     expire_changelogs = PaimonExpireChangelogsOperator(task_id="expire_changelogs", **common)

@@ -31,6 +31,7 @@ import hashlib
 import pickle
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -49,6 +50,9 @@ from paimonflow.core.read.incremental import ROWKIND
 
 from .location import TableLocation, location_from_options
 from .predicates import to_predicate
+
+if TYPE_CHECKING:
+    from paimonflow.core.predicate import Predicate
 
 FORMAT = "paimonflow"
 DEFAULT_SEQUENCE_STRIDE = 65536
@@ -133,7 +137,7 @@ class PaimonflowReader(DataSourceReader):
         self.with_rowkind = ROWKIND in self.target.names and (
             _flag(options, "with-rowkind") or self.between is not None)
         self.columns = [n for n in self.target.names if n != ROWKIND or not self.with_rowkind]
-        self.predicate = None
+        self.predicate: Predicate | None = None
         table = location.open()
         unknown = [c for c in self.columns if c not in table.arrow_schema.names]
         if unknown:
@@ -180,7 +184,8 @@ class PaimonflowReader(DataSourceReader):
         return [SplitPartition("split", pickle.dumps(s), self.snapshot_id) for s in splits] or [
             SplitPartition("empty", b"", self.snapshot_id)]
 
-    def read(self, partition: SplitPartition):
+    def read(self, partition: InputPartition):
+        assert isinstance(partition, SplitPartition)  # Spark hands back what partitions() made
         if partition.kind == "empty":
             return
         table = self.location.open()
@@ -264,7 +269,8 @@ class PaimonflowStreamReader(DataSourceStreamReader):
         out += [SplitPartition("changes", b"", sid) for sid in range(start["next"], end["next"])]
         return out
 
-    def read(self, partition: SplitPartition):
+    def read(self, partition: InputPartition):
+        assert isinstance(partition, SplitPartition)  # Spark hands back what partitions() made
         table = self.location.open()
         if partition.kind == "split":
             for batch in table.split_reader().read_batches([pickle.loads(partition.payload)], columns=self.columns):
@@ -323,7 +329,8 @@ def _task_write(location: TableLocation, options: Mapping[str, str], overwrite: 
 
     table = location.open()
     stride = int(options.get("sequence-stride", DEFAULT_SEQUENCE_STRIDE))
-    task = TaskContext.get().partitionId() if TaskContext.get() is not None else 0
+    context = TaskContext.get()
+    task = context.partitionId() if context is not None else 0
     if not table.primary_keys and table.options.bucket == -1:
         stride, task = 1, 0  # unaware-bucket append tables: sequence numbers order nothing
     elif task >= stride:

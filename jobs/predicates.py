@@ -18,11 +18,14 @@ _COMPARE = {
 
 
 def to_predicate(spark_filter) -> Predicate | None:
-    attribute = getattr(spark_filter, "attribute", None)
-    if attribute is not None and len(attribute) != 1:
-        return None  # nested fields are not pruned
-    name = attribute[0] if attribute else None
     kind = type(spark_filter)
+    if kind is ds.Not:
+        inner = to_predicate(spark_filter.child)
+        return None if inner is None else ~inner
+    attribute = getattr(spark_filter, "attribute", None)
+    if attribute is None or len(attribute) != 1:
+        return None  # no column (And, Or) or a nested field: not pruned
+    name = attribute[0]
     if kind in _COMPARE:
         value = spark_filter.value
         if value is None or isinstance(value, list | dict | tuple):
@@ -35,7 +38,4 @@ def to_predicate(spark_filter) -> Predicate | None:
         return col(name).is_null()
     if kind is ds.IsNotNull:
         return col(name).is_not_null()
-    if kind is ds.Not:
-        inner = to_predicate(spark_filter.child)
-        return None if inner is None else ~inner
     return None

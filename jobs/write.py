@@ -15,6 +15,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +26,9 @@ from paimonflow.core.write.commit import BATCH_COMMIT_IDENTIFIER
 
 from .location import TableLocation
 from .result import JobResult, Stopwatch
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 BUCKET_COLUMN = "__paimonflow_bucket"
 PAYLOAD_SCHEMA = "payload binary"
@@ -108,7 +112,7 @@ def _writer_task(location: TableLocation, overwrite: bool, row_kind_column: str 
     return write
 
 
-def write(spark, location: TableLocation, source: WriteSource | object, *, mode: str = "append",
+def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mode: str = "append",
           overwrite_partition: Mapping[str, object] | None = None, row_kind_column: str | None = None,
           commit_user: str | None = None, commit_identifier: int | None = None,
           parallelism: int | None = None) -> JobResult:
@@ -184,4 +188,13 @@ def partition_spec(text: str | None) -> dict[str, str] | None:
 
 
 def partition_specs(texts: Sequence[str] | None) -> list[dict[str, str]] | None:
-    return [partition_spec(t) for t in texts] if texts else None
+    """Several partition specs (None: none given); an empty one raises :class:`InvalidArgumentError`."""
+    if not texts:
+        return None
+    specs = []
+    for text in texts:
+        spec = partition_spec(text)
+        if spec is None:
+            raise InvalidArgumentError("a partition spec is empty; each must be k=v[,k2=v2]")
+        specs.append(spec)
+    return specs

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import CommitOutcomeUnknownError, SchemaError
 from ..meta.snapshots import CommitKind
@@ -21,6 +22,9 @@ from ..predicate import Predicate, col
 from ..read.scan import Split
 from ..write.commit import BATCH_COMMIT_IDENTIFIER
 from ..write.messages import CommitMessage
+
+if TYPE_CHECKING:
+    from ..meta.index_files import IndexFileMeta
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,10 +55,10 @@ def _partition_filter(specs: Sequence[Mapping[str, object]] | None) -> Predicate
     for spec in specs:
         if not spec:
             return None  # an empty spec is the whole table
-        clause: Predicate | None = None
-        for key, value in spec.items():
-            term = col(key) == value
-            clause = term if clause is None else clause & term
+        terms = [col(key) == value for key, value in spec.items()]
+        clause = terms[0]
+        for term in terms[1:]:
+            clause = clause & term
         predicate = clause if predicate is None else predicate | clause
     return predicate
 
@@ -152,7 +156,8 @@ def run_compaction_task(table, task: CompactionTask) -> CommitMessage | None:
                                           full=task.full, vectors=split.deletion_vectors)
     if done is None:
         return None
-    added, deleted = (), ()
+    added: tuple[IndexFileMeta, ...] = ()
+    deleted: tuple[IndexFileMeta, ...] = ()
     if done.vectors is not None:
         from ..meta.index_files import DELETION_VECTORS, write_dv_file
 
@@ -168,12 +173,12 @@ def run_compaction_task(table, task: CompactionTask) -> CommitMessage | None:
 
 def commit_compaction(table, plan: CompactionPlan, messages: Iterable[CommitMessage | None]) -> CompactionResult:
     """Commit the messages of a plan's tasks as one COMPACT snapshot (nothing when all are None)."""
-    messages = [m for m in messages if m is not None]
-    if not messages:
+    written = [m for m in messages if m is not None]
+    if not written:
         return CompactionResult(snapshot_id=None)
-    levels = {f.level for m in messages for f in m.new_files}
+    levels = {f.level for m in written for f in m.new_files}
     output_level = (max(levels) if levels else None) if table.primary_keys else 0
-    return _commit_compaction(table, table.new_commit(plan.commit_user), messages, plan.commit_identifier,
+    return _commit_compaction(table, table.new_commit(plan.commit_user), written, plan.commit_identifier,
                               output_level)
 
 

@@ -521,10 +521,10 @@ def serialize_columns(
     else:
         words = buffer.view(_LE_U8)
         words[(offsets[:-1] // 8)[:, None] + np.arange(fixed_words)] = fixed
-    for col, relative in zip(encoded, var_starts, strict=True):
-        if relative is not None:
+    for col, start in zip(encoded, var_starts, strict=True):
+        if start is not None:
             assert col.writer is not None
-            col.writer(buffer, offsets[:-1] + relative)
+            col.writer(buffer, offsets[:-1] + start)
     return EncodedRows(buffer, offsets, width)
 
 

@@ -13,6 +13,7 @@ import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -92,8 +93,9 @@ def ranges_from_parquet(metadata: pq.FileMetaData, names: Sequence[str], types: 
     return out
 
 
-def _logical(value: object, dtype: pa.DataType) -> object:
-    # pyarrow gives Python values in the logical type for most types; normalise the rest.
+def _logical(value: Any, dtype: pa.DataType) -> Any:
+    # pyarrow gives Python values in the logical type for most types; normalise the rest. The
+    # result is comparable with the column's other values (pyarrow's statistics are untyped).
     if isinstance(value, bytes) and (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
         return value.decode("utf-8", errors="replace")
     return value

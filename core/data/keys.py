@@ -36,7 +36,7 @@ def merge_order(table: pa.Table, keys: Sequence[str], arrival: str | np.ndarray,
     columns = {f"k{i}": table.column(k) for i, k in enumerate(keys)}
     columns |= {f"s{i}": table.column(s) for i, s in enumerate(sequence_fields)}
     columns["arrival"] = arrival_values
-    sort_keys = [(f"k{i}", "ascending") for i in range(len(keys))]
+    sort_keys: list[tuple[str, ...]] = [(f"k{i}", "ascending") for i in range(len(keys))]
     sort_keys += [(f"s{i}", order, nulls) for i in range(len(sequence_fields))]
     if kinds is not None:  # 'sequence.auto-padding' = row-kind-flag: among equal sequence values, adds are newer
         codes = table.column(kinds).to_numpy() if isinstance(kinds, str) else np.asarray(kinds)

@@ -21,6 +21,7 @@ not all digits).
 
 from __future__ import annotations
 
+import builtins  # BranchManager.list shadows the builtin inside the class
 import contextlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -145,7 +146,7 @@ class BranchManager:
             origin = f"tag {tag!r}" if tag is not None else "nothing (an empty branch)"
             raise BranchAlreadyExistsError(f"branch {name!r} already exists and was not created from {origin}")
         main_schemas = self._schemas(MAIN_BRANCH)
-        if tagged is not None:
+        if tag is not None and tagged is not None:  # (the one comes with the other)
             from ..meta.references import restored_from_tag
 
             snapshot = restored_from_tag(source, tagged)
@@ -165,7 +166,7 @@ class BranchManager:
         for schema_id in sorted((i for i in main_schemas.list_ids() if i <= top_schema), reverse=True):
             if not self._io.exists(target.path(schema_id)):
                 self._io.create_if_absent(target.path(schema_id), self._io.read_bytes(main_schemas.path(schema_id)))
-        if tagged is not None:
+        if tag is not None and tagged is not None:
             self._verify_source(name, source, tag, tagged)
         return open_branch(self._table, name)
 
@@ -258,7 +259,8 @@ class BranchManager:
         main_snapshots.end_rollback(target)
         return done
 
-    def _read_for_fast_forward(self, name: str, earliest: Snapshot) -> tuple[dict, dict, list[int], dict]:
+    def _read_for_fast_forward(self, name: str,
+                               earliest: Snapshot) -> tuple[dict, dict, builtins.list[int], dict]:
         """The branch's snapshot files, tags, schema ids and the schema files from its first schema
         on, all read before main changes (BranchNotFoundError if the branch goes meanwhile)."""
         snapshots, schemas = SnapshotManager(self._io, self._path, name), self._schemas(name)
@@ -275,8 +277,8 @@ class BranchManager:
                                       "unchanged")
         return snapshot_bytes, tags, schema_ids, schema_bytes
 
-    def _replace_main(self, name: str, earliest: Snapshot, branch, main_ids: list[int], main_snapshots, main_tags,
-                      main_schemas) -> FastForward:
+    def _replace_main(self, name: str, earliest: Snapshot, branch, main_ids: builtins.list[int], main_snapshots,
+                      main_tags, main_schemas) -> FastForward:
         snapshot_bytes, branch_tags, branch_schema_ids, schema_bytes = branch
         removed = [sid for sid in main_ids if sid >= earliest.id]
         removed_tags = sorted(n for n, t in main_tags.list_tags().items() if t.id >= earliest.id)

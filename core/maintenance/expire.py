@@ -256,7 +256,7 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
     earliest, end = expire_range(table, retain_min=retain_min, retain_max=retain_max,
                                  time_retained_millis=time_retained, max_deletes=limit,
                                  now_millis=int(clock() * 1000))
-    if end is None:
+    if earliest is None or end is None:  # (no earliest: an empty table, and no end either)
         if not dry_run:  # a crashed run that had deleted its snapshots left only its marker
             table.snapshot_manager.end_expiry(None)
         return ExpireResult(plan=ExpirePlan(earliest=earliest, end=None), dry_run=dry_run)
@@ -301,8 +301,8 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
             crash_point("expire:snapshot-files")
     table.snapshot_manager.write_earliest_hint(end)
     table.snapshot_manager.end_expiry(marker)  # after the snapshot files: see the module docstring
-    if plan.to_changelog and changelogs.earliest_id() is not None:
-        changelogs.write_hint("EARLIEST", changelogs.earliest_id())
+    if plan.to_changelog and (earliest_changelog := changelogs.earliest_id()) is not None:
+        changelogs.write_hint("EARLIEST", earliest_changelog)
     if progress is not None:
         progress(total, total)
     expired_changelogs = 0

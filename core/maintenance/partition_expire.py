@@ -91,7 +91,7 @@ def expire_partitions(table, *, expiration_millis: int | None = None, dry_run: b
     for raw, created in sorted(newest_file.items()):
         values = dict(zip(table.partition_keys, deserialize_row(raw, types), strict=True))
         if strategy == "update-time":
-            when_millis = created
+            when_millis: float = created
         else:
             when = _partition_time(values, pattern, formats)
             if when is None:

@@ -50,6 +50,7 @@ def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
         if target is None:
             raise SnapshotNotFoundError(f"no snapshot at or before {timestamp_millis}")
     else:
+        assert snapshot_id is not None  # exactly one was given
         target = manager.snapshot(int(snapshot_id))
     # the handshake with expiry, tag creation and branch creation: the marker first, then the
     # checks, then the target once more (an expiry that finished before the marker took it)

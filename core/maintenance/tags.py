@@ -15,6 +15,7 @@ is raised (retry on a newer snapshot); a tag never stays pointing at files an ex
 
 from __future__ import annotations
 
+import builtins  # Tags.list shadows the builtin inside the class
 import contextlib
 import time
 from collections.abc import Callable
@@ -264,7 +265,7 @@ class Tags:
                 # (its creator checks that this tag still exists after writing its own: one of
                 # the two sees the other)
                 try:
-                    again = set(self._unneeded_files(name, tag))
+                    again: set[str] = set(self._unneeded_files(name, tag))
                 except (SnapshotNotFoundError, FileNotFoundStorageError):
                     again = set()  # another deletion of this tag took its files: nothing is left to free
                 freed = [p for p in freed if p in again]
@@ -275,7 +276,7 @@ class Tags:
                     crash_point("delete-tag:files")
         return TagDeletion(name=name, snapshot_id=tag.id, freed_files=tuple(freed), dry_run=dry_run)
 
-    def _unneeded_files(self, name: str, tag: Snapshot) -> list[str]:
+    def _unneeded_files(self, name: str, tag: Snapshot) -> builtins.list[str]:
         """The files of ``tag`` no neighbour needs. A neighbour that an expiry or a tag deletion
         removes meanwhile (with its files) is looked up again (at most 10 times, backing off, then
         :class:`MaintenanceConflictError`); a neighbour still there with missing files raises."""
@@ -287,7 +288,7 @@ class Tags:
         raise MaintenanceConflictError(f"table {self._table.identifier}: the neighbours of tag {name!r} kept "
                                        "disappearing; nothing was deleted, retry")
 
-    def _unneeded_files_once(self, name: str, tag: Snapshot) -> list[str]:
+    def _unneeded_files_once(self, name: str, tag: Snapshot) -> builtins.list[str]:
         table = self._table
         manager = table.snapshot_manager
         listed = {n: t for n, t in self.list().items() if n != name}
@@ -341,7 +342,7 @@ class Tags:
             out = [p for p in out if p not in kept]
         return out
 
-    def expire(self, *, older_than_millis: int | None = None, dry_run: bool = False) -> list[str]:
+    def expire(self, *, older_than_millis: int | None = None, dry_run: bool = False) -> builtins.list[str]:
         """Delete tags whose time-to-live ran out; with ``older_than_millis`` also tags without a
         TTL whose file is older than that (Paimon's ``expire_tags``). Returns the names."""
         now = datetime.fromtimestamp(self._clock())

@@ -8,8 +8,9 @@ never per row in Python.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -462,17 +463,24 @@ def _retracting_groups(retract: np.ndarray, groups: Groups) -> np.ndarray:
     return np.flatnonzero(groups.any(retract))
 
 
+# The Python values (``to_pylist``) the record-by-record folds work on: a column's value type is
+# also its accumulator's; an ARRAY<ROW> element is a row, a MAP element a key-value pair.
+_Value = TypeVar("_Value")
+_Row = dict[str, object]
+_MapEntry = tuple[object, object]
+
+
 def _fold_groups_in_python(values: pa.Array, retract: np.ndarray, groups: Groups, selected: np.ndarray,
-                           agg: Callable[[object, object], object],
-                           retract_fn: Callable[[object, object], object]) -> pa.Array:
+                           agg: Callable[[_Value | None, _Value | None], _Value | None],
+                           retract_fn: Callable[[_Value | None, _Value | None], _Value | None]) -> pa.Array:
     """Fold the groups ``selected`` record by record, Paimon's way: the accumulator starts null,
     an insert calls ``agg(accumulator, value)``, a retraction ``retract_fn(accumulator, value)``."""
     rows = np.flatnonzero(np.isin(groups.ids, selected))
     python_values = values.take(pa.array(rows)).to_pylist()
     row_groups = groups.ids[rows]
     row_retract = retract[rows]
-    results: dict[int, object] = {}
-    accumulator: object = None
+    results: dict[int, _Value | None] = {}
+    accumulator: _Value | None = None
     for position, (group, value) in enumerate(zip(row_groups.tolist(), python_values, strict=True)):
         if position == 0 or row_groups[position - 1] != group:
             accumulator = None
@@ -511,7 +519,8 @@ def _collect(values: pa.Array, retract: np.ndarray, groups: Groups, aggregate: F
         return result
     distinct = aggregate.distinct
 
-    def agg(accumulator: object, value: object) -> object:
+    def agg(accumulator: Sequence[object] | None,
+            value: Sequence[object] | None) -> Sequence[object] | None:
         if accumulator is None and value is None:
             return None
         if not distinct:
@@ -525,11 +534,12 @@ def _collect(values: pa.Array, retract: np.ndarray, groups: Groups, aggregate: F
                 merged.append(element)
         return merged
 
-    def retract_fn(accumulator: object, value: object) -> object:
+    def retract_fn(accumulator: Sequence[object] | None,
+                   value: Sequence[object] | None) -> Sequence[object] | None:
         if accumulator is None or not value:
             return accumulator
         remaining = [_hashable(element) for element in value]
-        kept = []
+        kept: list[object] = []
         for element in accumulator:
             identity = _hashable(element)
             if identity in remaining:
@@ -558,7 +568,8 @@ def _merge_map(values: pa.Array, retract: np.ndarray, groups: Groups, aggregate:
     if selected.size == 0:
         return result
 
-    def agg(accumulator: object, value: object) -> object:
+    def agg(accumulator: Sequence[_MapEntry] | None,
+            value: Sequence[_MapEntry] | None) -> Sequence[_MapEntry] | None:
         if accumulator is None or value is None:
             return value if accumulator is None else accumulator
         merged: dict[object, tuple[object, object]] = {}
@@ -566,7 +577,8 @@ def _merge_map(values: pa.Array, retract: np.ndarray, groups: Groups, aggregate:
             merged[_hashable(key)] = (key, item)
         return list(merged.values())
 
-    def retract_fn(accumulator: object, value: object) -> object:
+    def retract_fn(accumulator: Sequence[_MapEntry] | None,
+                   value: Sequence[_MapEntry] | None) -> Sequence[_MapEntry] | None:
         if accumulator is None or not value:
             return accumulator
         removed = {_hashable(key) for key, _ in value}
@@ -607,10 +619,11 @@ def _nested_update(values: pa.Array, retract: np.ndarray, groups: Groups, aggreg
         return result
     capacity = limit if limit is not None else np.iinfo(np.int64).max
 
-    def key_of(row: dict[str, object]) -> object:
+    def key_of(row: _Row) -> object:
         return _hashable([row[name] for name in key_names])
 
-    def agg(accumulator: object, value: object) -> object:
+    def agg(accumulator: Sequence[_Row | None] | None,
+            value: Sequence[_Row | None] | None) -> Sequence[_Row | None] | None:
         if value is None:
             return accumulator
         old = [row for row in accumulator or () if row is not None]
@@ -626,7 +639,8 @@ def _nested_update(values: pa.Array, retract: np.ndarray, groups: Groups, aggreg
                 merged[key] = row
         return list(merged.values())
 
-    def retract_fn(accumulator: object, value: object) -> object:
+    def retract_fn(accumulator: Sequence[_Row | None] | None,
+                   value: Sequence[_Row | None] | None) -> Sequence[_Row | None] | None:
         if accumulator is None or value is None:
             return accumulator
         rows = [row for row in accumulator if row is not None]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 
@@ -265,7 +265,8 @@ def _meta_from(r: dict[str, Any]) -> ManifestFileMeta:
 def read_records(file_io, path: str) -> list[dict[str, Any]]:
     data = file_io.read_bytes(path)
     try:
-        return list(fastavro.reader(io.BytesIO(data)))
+        # every metadata schema is a record, so every datum is a dict (fastavro types any datum)
+        return cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(data))))
     except Exception as exc:
         raise CorruptMetadataError(path, f"unreadable Avro ({type(exc).__name__}: {exc})") from None
 
@@ -302,7 +303,9 @@ class ManifestFile:
         """Write ``entries`` into one or more manifests of about ``target_file_size`` each."""
         prefix = f"manifest-{uuid.uuid4()}-"
         # Roll by an estimate of the encoded entry size (fixed overhead plus the variable bytes).
-        metas, chunk, chunk_bytes = [], [], 0
+        metas: list[ManifestFileMeta] = []
+        chunk: list[ManifestEntry] = []
+        chunk_bytes = 0
         for e in entries:
             chunk.append(e)
             f = e.file

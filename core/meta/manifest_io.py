@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from typing import Any
 
 from ..data.binary_row import deserialize_row, serialize_row
 from ..errors import FileNotFoundStorageError, SnapshotNotFoundError
@@ -52,7 +53,7 @@ class ManifestIO:
         rows = [deserialize_row(p, self._partition_types) for p in set(partitions)]
         mins, maxs, nulls = [], [], []
         for i in range(arity):
-            values = [r[i] for r in rows if r[i] is not None]
+            values: list[Any] = [r[i] for r in rows if r[i] is not None]  # one type: comparable
             nulls.append(sum(1 for r in rows if r[i] is None))
             mins.append(min(values) if values else None)
             maxs.append(max(values) if values else None)

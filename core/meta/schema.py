@@ -290,7 +290,7 @@ class Schema:
                 name, column_type, description = column.name, column.type, column.description
             else:
                 name, column_type = column[0], column[1]
-                description = column[2] if len(column) > 2 else None  # type: ignore[misc]
+                description = column[2] if len(column) > 2 else None
             if isinstance(column_type, pa.DataType):
                 try:
                     column_type = from_arrow(column_type)

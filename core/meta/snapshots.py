@@ -350,7 +350,9 @@ class SnapshotManager:
     def markers(self) -> Markers:
         """The expiry and rollback markers present now (one directory listing)."""
         now = time.time() * 1000
-        expiring, rollbacks, stale = {}, {}, []
+        expiring: dict[str, int] = {}
+        rollbacks: dict[str, int] = {}
+        stale: list[str] = []
         for status in self.file_io.list_dir(self.directory):
             path = status.path.rstrip("/")
             name = path.rsplit("/", 1)[-1]
@@ -369,7 +371,7 @@ class SnapshotManager:
         path. Written before expiry lists the tags it protects, so a tag created later sees it."""
         return self._write_marker(EXPIRING_PREFIX, end)
 
-    def expiring_markers(self) -> dict[str, int]:
+    def expiring_markers(self) -> Mapping[str, int]:
         """``{marker path: end}`` of every expiry run that has not finished (or crashed)."""
         return self.markers().expiring
 
@@ -392,7 +394,7 @@ class SnapshotManager:
         marker's path. Its storage time starts its lease."""
         return self._write_marker(ROLLBACK_PREFIX, target)
 
-    def rollback_markers(self) -> dict[str, int]:
+    def rollback_markers(self) -> Mapping[str, int]:
         """``{marker path: target}`` of every rollback that has not finished within its lease."""
         return self.markers().rollbacks
 

@@ -65,8 +65,10 @@ class TagPeriod:
         match = re.fullmatch(_LAYOUTS[self.layout][1], text)
         if match is None:
             return None
+        fields = [int(g) for g in match.groups()]  # year, month, day[, hour[, minute]]
+        year, month, day, hour, minute = fields + [0] * (5 - len(fields))
         try:
-            return datetime(*(int(g) for g in match.groups()))
+            return datetime(year, month, day, hour, minute)
         except ValueError:  # e.g. month 13: not a time, so not an automatic tag
             return None
 
@@ -114,8 +116,8 @@ class AutoTagSettings:
         if mode in ("process-time", "watermark") and delay >= period.millis:
             raise InvalidOptionError(TAG_CREATION_DELAY.key, options.get(TAG_CREATION_DELAY.key),
                                      f"must be shorter than one tag period ({period.millis} ms)")
-        zone_option = SINK_WATERMARK_TIME_ZONE if mode == "watermark" else SINK_PROCESS_TIME_ZONE
-        zone_text = option_value(zone_option, options)
+        zone_text = option_value(SINK_WATERMARK_TIME_ZONE, options) if mode == "watermark" \
+            else option_value(SINK_PROCESS_TIME_ZONE, options)
         return cls(mode=mode, period=period, delay_millis=delay,
                    num_retained_max=option_value(TAG_NUM_RETAINED_MAX, options),
                    completion=option_value(TAG_AUTOMATIC_COMPLETION, options),

@@ -101,7 +101,11 @@ def _diff(table, reader, before, after, wanted: list[str]) -> pa.Table:
         if old is not None and new is not None and {f.file_name for f in old.files} == {f.file_name for f in new.files}:
             continue  # the bucket did not change
         old_rows = reader.merge_files(old, drop_retractions=True) if old is not None else None
-        new_rows = old_rows.slice(0, 0) if new is None else reader.merge_files(new, drop_retractions=True)
+        if new is not None:
+            new_rows = reader.merge_files(new, drop_retractions=True)
+        else:  # the bucket is gone, so the older plan had it
+            assert old_rows is not None
+            new_rows = old_rows.slice(0, 0)
         if old_rows is not None and old_rows.num_rows == 0:
             old_rows = None
         rows, kinds, _ = changelog_between(old_rows, new_rows, keys, values, deduplicate=True)

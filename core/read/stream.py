@@ -52,7 +52,7 @@ class StreamingScan:
             raise InvalidArgumentError("scan mode from-timestamp needs timestamp_millis")
         self._table, self._columns, self._consumer = table, columns, consumer_id
         self._full_at: int | None = None  # a snapshot whose whole state is emitted first
-        self._next: int | None = None  # the next snapshot whose changes are emitted
+        self._next: int  # the next snapshot whose changes are emitted
         manager = table.snapshot_manager
         resumed = table.consumer_manager.get(consumer_id) if consumer_id is not None else None
         if resumed is not None:
@@ -65,8 +65,10 @@ class StreamingScan:
             else:
                 self._next = 1
         elif mode == "from-snapshot":
+            assert snapshot_id is not None  # refused above
             self._next = int(snapshot_id)
         elif mode == "from-snapshot-full":
+            assert snapshot_id is not None  # refused above
             self._full_at, self._next = int(snapshot_id), int(snapshot_id) + 1
         elif mode == "from-timestamp":
             later = [s for s in manager.snapshots() if s.time_millis >= timestamp_millis]

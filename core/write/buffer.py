@@ -77,16 +77,18 @@ def merge_runs(runs: Sequence[Iterable[pa.Table]], keys: Sequence[str], sequence
     exhausted = [False] * len(runs)
     while True:
         for i, it in enumerate(iterators):
-            if not exhausted[i] and (pending[i] is None or pending[i].num_rows == 0):
+            head = pending[i]
+            if not exhausted[i] and (head is None or head.num_rows == 0):
                 batch = next(it, None)
                 if batch is None:
                     exhausted[i], pending[i] = True, None
                 else:
                     pending[i] = batch
-        live = [i for i in range(len(runs)) if pending[i] is not None and pending[i].num_rows]
-        if not live:
+        heads = [(i, t) for i, t in enumerate(pending) if t is not None and t.num_rows]
+        if not heads:
             return
-        tables = [pending[i] for i in live]
+        live = [i for i, _ in heads]
+        tables = [t for _, t in heads]
         sizes = np.array([t.num_rows for t in tables], dtype=np.int64)
         tags = np.repeat(np.array(live, dtype=np.int64), sizes)
         combined = pa.concat_tables(tables).combine_chunks()

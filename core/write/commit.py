@@ -302,12 +302,12 @@ class TableCommit:
                                 and (latest is None or latest.schema_id == self._schema.id)
                                 and all(e.total_buckets == (self._options.bucket if self._options.bucket > 0 else -1)
                                         for e in adds))
-                need_base = latest is not None and not plain_append
-                base_entries = self._manifests.live_entries(latest) if need_base else []
+                base = None if plain_append else latest  # what conflicts are checked against (None: nothing)
+                base_entries = self._manifests.live_entries(base) if base is not None else []
                 delta = list(adds) + list(deletes)
                 if overwrite is not None:
                     delta = list(adds) + self._overwrite_deletes(base_entries, adds, overwrite)
-                if need_base:
+                if base is not None:
                     self._check_conflicts(base_entries, delta, kind)
                 index_manifest = self._next_index_manifest(latest, delta, overwrite, *index_changes)
                 new_id = 1 if latest is None else latest.id + 1

@@ -117,7 +117,8 @@ class CrossPartitionRouter:
         return result, out_kinds
 
     def _partition_table(self) -> pa.Table:
-        columns = list(zip(*self._partitions, strict=True)) if self._partitions else [[] for _ in self._partition_keys]
+        columns: list[Sequence[object]] = (list(zip(*self._partitions, strict=True)) if self._partitions
+                                           else [[] for _ in self._partition_keys])
         return pa.table({name: pa.array(list(values), self._partition_schema.field(name).type)
                          for name, values in zip(self._partition_keys, columns, strict=True)})
 

@@ -37,7 +37,8 @@ class ParquetStream:
         self._rows = self._deletes = 0
         self._first_key: list | None = None
         self._last_key: list = []
-        self._min_sequence, self._max_sequence = None, None
+        self._min_sequence: int | None = None
+        self._max_sequence: int | None = None
 
     def add(self, values: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> None:
         keys = self._owner._pk
@@ -80,7 +81,10 @@ class ParquetStream:
         return int(written + self._pending_bytes * ratio)
 
     def finish(self) -> DataFileMeta:
+        """Close the file and describe it. Callers ``add`` rows before (a data file is never empty)."""
         self._flush()
+        assert self._writer is not None and self._first_key is not None, "finish() before any add()"
+        assert self._min_sequence is not None and self._max_sequence is not None
         self._writer.close()
         size = self._sink.tell()
         self._sink.close()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import Asset, BaseOperator
 
@@ -26,6 +26,10 @@ from paimonflow.core.errors import InvalidArgumentError
 from paimonflow.core.options.parse import parse_duration_millis
 
 from .hook import ENGINES, PaimonHook
+
+if TYPE_CHECKING:
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+    from pyspark.sql import SparkSession
 
 RUN_IDENTIFIER = 1  # one commit per task run: the run is in the commit user
 
@@ -69,9 +73,9 @@ class PaimonJobOperator(BaseOperator):
         super().__init__(**kwargs)
         self.table, self.paimon_conn_id, self.warehouse, self.engine = table, paimon_conn_id, warehouse, engine
         self.master, self.spark_conf, self.spark_conn_id = master, dict(spark_conf or {}), spark_conn_id
-        self._spark = None
+        self._spark: SparkSession | None = None
         self._group: str | None = None
-        self._submit_hook = None
+        self._submit_hook: SparkSubmitHook | None = None
 
     # -- what subclasses give -------------------------------------------------------------------
 
@@ -135,16 +139,16 @@ class PaimonJobOperator(BaseOperator):
     def _run_in_spark(self, hook: PaimonHook, arguments: dict[str, Any], context) -> dict[str, Any]:
         from paimonflow.jobs.session import spark_session
 
-        self._spark = spark_session(master=self.master, conf=self.spark_conf)
+        self._spark = spark = spark_session(master=self.master, conf=self.spark_conf)
         self._group = f"paimonflow-{context['ti'].dag_id}-{context['ti'].task_id}-{context.get('run_id')}"
-        self._spark.sparkContext.setJobGroup(self._group, f"paimonflow {self.job} {self.table}",
-                                             interruptOnCancel=True)
+        spark.sparkContext.setJobGroup(self._group, f"paimonflow {self.job} {self.table}",
+                                       interruptOnCancel=True)
         try:
-            return self.run_spark(self._spark, hook, arguments)
+            return self.run_spark(spark, hook, arguments)
         finally:
-            self._spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
 
-    def submit_hook(self, hook: PaimonHook, arguments: dict[str, Any], result_file: str):
+    def submit_hook(self, hook: PaimonHook, arguments: dict[str, Any], result_file: str) -> SparkSubmitHook:
         """The ``SparkSubmitHook`` that runs this job: the command of
         :func:`paimonflow.jobs.submit.submit_command` (an argument list, never a shell string, holding
         no storage option) with the Spark connection's options. Storage options (credentials
@@ -169,8 +173,8 @@ class PaimonJobOperator(BaseOperator):
         from paimonflow.jobs.submit import APPLICATION
 
         with tempfile.NamedTemporaryFile(suffix=".json") as result_file:
-            self._submit_hook = self.submit_hook(hook, arguments, result_file.name)
-            self._submit_hook.submit(application=APPLICATION)
+            self._submit_hook = submit_hook = self.submit_hook(hook, arguments, result_file.name)
+            submit_hook.submit(application=APPLICATION)
             text = Path(result_file.name).read_text().strip()
         return json.loads(text) if text else {"job": self.job, "table": self.table, "submitted": True}
 
@@ -296,12 +300,13 @@ class PaimonExpireSnapshotsOperator(PaimonJobOperator):
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.retain_min, self.retain_max, self.older_than = retain_min, retain_max, older_than
-        self.max_deletes, self.dry_run = max_deletes, dry_run
+        # every operator keeps dry_run as _dry_run: self.dry_run would hide Airflow's BaseOperator.dry_run()
+        self.max_deletes, self._dry_run = max_deletes, dry_run
 
     def arguments(self, context):
         return {"retain_min": self.retain_min, "retain_max": self.retain_max,
                 "older_than_millis": _millis(self.older_than), "max_deletes": self.max_deletes,
-                "dry_run": self.dry_run}
+                "dry_run": self._dry_run}
 
 
 class PaimonExpireChangelogsOperator(PaimonJobOperator):
@@ -315,12 +320,12 @@ class PaimonExpireChangelogsOperator(PaimonJobOperator):
                  dry_run: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.retain_min, self.retain_max, self.older_than = retain_min, retain_max, older_than
-        self.max_deletes, self.delete_all, self.dry_run = max_deletes, delete_all, dry_run
+        self.max_deletes, self.delete_all, self._dry_run = max_deletes, delete_all, dry_run
 
     def arguments(self, context):
         return {"retain_min": self.retain_min, "retain_max": self.retain_max,
                 "older_than_millis": _millis(self.older_than), "max_deletes": self.max_deletes,
-                "delete_all": self.delete_all, "dry_run": self.dry_run}
+                "delete_all": self.delete_all, "dry_run": self._dry_run}
 
 
 class PaimonExpirePartitionsOperator(PaimonJobOperator):
@@ -331,10 +336,10 @@ class PaimonExpirePartitionsOperator(PaimonJobOperator):
 
     def __init__(self, *, expiration: str | None = None, dry_run: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.expiration, self.dry_run = expiration, dry_run
+        self.expiration, self._dry_run = expiration, dry_run
 
     def arguments(self, context):
-        return {"expiration_millis": _millis(self.expiration), "dry_run": self.dry_run}
+        return {"expiration_millis": _millis(self.expiration), "dry_run": self._dry_run}
 
     def run_core(self, hook, arguments):
         arguments.pop("commit_identifier", None)
@@ -391,10 +396,10 @@ class PaimonDeleteTagOperator(PaimonJobOperator):
 
     def __init__(self, *, name: str, dry_run: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.name, self.dry_run = name, dry_run
+        self.name, self._dry_run = name, dry_run
 
     def arguments(self, context):
-        return {"name": self.name, "dry_run": self.dry_run}
+        return {"name": self.name, "dry_run": self._dry_run}
 
 
 class PaimonExpireTagsOperator(PaimonJobOperator):
@@ -403,10 +408,10 @@ class PaimonExpireTagsOperator(PaimonJobOperator):
 
     def __init__(self, *, older_than: str | None = None, dry_run: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.older_than, self.dry_run = older_than, dry_run
+        self.older_than, self._dry_run = older_than, dry_run
 
     def arguments(self, context):
-        return {"older_than_millis": _millis(self.older_than), "dry_run": self.dry_run}
+        return {"older_than_millis": _millis(self.older_than), "dry_run": self._dry_run}
 
 
 class PaimonRollbackOperator(PaimonJobOperator):
@@ -431,11 +436,11 @@ class PaimonRemoveOrphanFilesOperator(PaimonJobOperator):
     def __init__(self, *, older_than: str = "1 d", min_older_than: str = "1 h", dry_run: bool = False,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.older_than, self.min_older_than, self.dry_run = older_than, min_older_than, dry_run
+        self.older_than, self.min_older_than, self._dry_run = older_than, min_older_than, dry_run
 
     def arguments(self, context):
         return {"older_than_millis": _millis(self.older_than), "min_older_than_millis": _millis(self.min_older_than),
-                "dry_run": self.dry_run}
+                "dry_run": self._dry_run}
 
     def run_core(self, hook, arguments):
         plan = hook.get_table(self.table).remove_orphan_files(**arguments)

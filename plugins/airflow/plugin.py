@@ -9,8 +9,6 @@ Macros (``{{ macros.paimonflow.latest_snapshot_id('shop.orders') }}``): ``latest
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from airflow.plugins_manager import AirflowPlugin
 
 
@@ -63,10 +61,13 @@ def create_app():
 
 
 class PaimonflowPlugin(AirflowPlugin):
+    # AirflowPlugin declares these lists as attributes, not ClassVars (so no ClassVar here: RUF012 off)
     name = "paimonflow"
-    macros: ClassVar[list] = [latest_snapshot_id, tag_snapshot_id, table_options]
+    macros = [latest_snapshot_id, tag_snapshot_id, table_options]  # noqa: RUF012
 
-    fastapi_apps: ClassVar[list] = [{"app": create_app(), "url_prefix": "/paimonflow", "name": "paimonflow table health"}]
+    fastapi_apps = [  # noqa: RUF012
+        {"app": create_app(), "url_prefix": "/paimonflow", "name": "paimonflow table health"}]
 
-    external_views: ClassVar[list] = [{"name": "Paimon tables", "href": "/paimonflow/tables", "destination": "nav",
-                       "category": "browse", "url_route": "paimonflow"}]
+    external_views = [  # noqa: RUF012
+        {"name": "Paimon tables", "href": "/paimonflow/tables", "destination": "nav", "category": "browse",
+         "url_route": "paimonflow"}]
