@@ -265,12 +265,18 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
     # the handshake with tag creation (module docstring): the marker before the tag listing
     marker = table.snapshot_manager.begin_expiry(end)
     try:
+        basis = table.snapshot_manager.try_snapshot(end)  # the snapshot this run keeps, as planned
         plan = plan_expiry(table, earliest, end, decoupled=decoupled)
-        rolling = table.snapshot_manager.rolling_back_to()  # after the marker and the plan: core/maintenance/tags.py
+        rolling = table.snapshot_manager.rolling_back_to()  # after the marker and the plan: maintenance/rollback.py
+        refused = f"table {table.identifier}: expiry of the snapshots below {end} refused"
         if rolling is not None and rolling < end:
-            raise MaintenanceConflictError(
-                f"table {table.identifier}: expiry of the snapshots below {end} refused: a rollback to snapshot "
-                f"{rolling} is running (or was interrupted: run it again); retry when it is done")
+            raise MaintenanceConflictError(f"{refused}: a rollback to snapshot {rolling} is running (or was "
+                                           "interrupted: run it again); retry when it is done")
+        # a rollback below ``end`` that claimed before this marker and finished before the check
+        # above removed snapshot ``end`` (or a new commit reused its id): the plan is stale
+        again = table.snapshot_manager.try_snapshot(end)
+        if basis is None or again is None or again.base_manifest_list != basis.base_manifest_list:
+            raise MaintenanceConflictError(f"{refused}: the table was rolled back while it planned; retry")
     except BaseException:
         with contextlib.suppress(StorageError):  # nothing deleted yet; a marker left is harmless
             table.file_io.delete(marker)

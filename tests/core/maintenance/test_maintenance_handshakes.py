@@ -306,3 +306,35 @@ def test_a_rollback_refused_before_deleting_releases_its_marker(tmp_path: Path) 
     assert table.snapshot_manager.rollback_markers() == {}  # expiries and tags are not held up
     table.tags.create("later", snapshot_id=4)  # above the refused target: allowed again
     assert snapshot_ids_on_storage(table) == [1, 2, 3, 4]
+
+
+def test_an_expiry_whose_plan_a_finished_rollback_overtook_is_refused(tmp_path: Path) -> None:
+    table = make(tmp_path, commits=6)
+    manager, io = table.snapshot_manager, table.file_io
+    real_write, real_rolling = io.write_bytes, manager.rolling_back_to
+    rollback = {}
+
+    def rollback_claims_first(path: str, data: bytes, *args, **kwargs):
+        if "/snapshot/EXPIRING-" in path and not rollback:
+            rollback["marker"] = manager.begin_rollback(2)  # it saw no expiry marker: it goes on
+        return real_write(path, data, *args, **kwargs)
+
+    def rollback_finishes_before_the_check():
+        if "marker" in rollback and "done" not in rollback:
+            for sid in manager.list_ids():  # what the rollback does: everything after 2 goes, then its marker
+                if sid > 2:
+                    io.delete(manager.path(sid))
+            io.delete(rollback["marker"])
+            rollback["done"] = True
+        return real_rolling()
+
+    io.write_bytes, manager.rolling_back_to = rollback_claims_first, rollback_finishes_before_the_check
+    try:
+        with pytest.raises(MaintenanceConflictError, match="rolled back while it planned"):
+            table.expire_snapshots(retain_min=2, retain_max=2, older_than_millis=0)
+    finally:
+        io.write_bytes, manager.rolling_back_to = real_write, real_rolling
+    assert rollback.get("done")
+    assert snapshot_ids_on_storage(table) == [1, 2]  # the rolled-back table keeps its latest snapshot
+    assert manager.expiring_markers() == {}
+    assert missing_needed_files(table) == []
