@@ -263,9 +263,9 @@ def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | 
     if dry_run:
         return ExpireResult(plan=plan_expiry(table, earliest, end, decoupled=decoupled), dry_run=True)
     # the handshake with tag creation (module docstring): the marker before the tag listing
-    marker = table.snapshot_manager.begin_expiry(end)
+    basis = table.snapshot_manager.try_snapshot(end)  # the snapshot this run keeps, as planned
+    marker = table.snapshot_manager.begin_expiry(end, keeps=basis)
     try:
-        basis = table.snapshot_manager.try_snapshot(end)  # the snapshot this run keeps, as planned
         plan = plan_expiry(table, earliest, end, decoupled=decoupled)
         rolling = table.snapshot_manager.rolling_back_to()  # after the marker and the plan: maintenance/rollback.py
         refused = f"table {table.identifier}: expiry of the snapshots below {end} refused"

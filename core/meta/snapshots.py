@@ -348,7 +348,12 @@ class SnapshotManager:
     # ``core/maintenance/tags.py``). One listing of ``snapshot/`` answers both kinds.
 
     def markers(self) -> Markers:
-        """The expiry and rollback markers present now (one directory listing)."""
+        """The expiry and rollback markers present now (one directory listing).
+
+        Stale markers are set aside (and removed by the next expiry or rollback): a rollback's
+        past its lease, and an expiry's whose kept snapshot ``end`` is gone or was replaced. That
+        expiry was overtaken by a rollback below ``end`` before it deleted anything (the
+        handshake in ``maintenance/expire.py``), so its marker condemns nothing."""
         now = time.time() * 1000
         expiring: dict[str, int] = {}
         rollbacks: dict[str, int] = {}
@@ -362,14 +367,30 @@ class SnapshotManager:
                     continue
                 if prefix == ROLLBACK_PREFIX and now - status.modification_time_millis > ROLLBACK_LEASE_MILLIS:
                     stale.append(path)  # its run crashed long ago: ignored, removed by the next rollback
+                elif prefix == EXPIRING_PREFIX and self._overtaken(path, int(number)):
+                    stale.append(path)
                 else:
                     found[path] = int(number)
-        return Markers(expiring=expiring, rollbacks=rollbacks, stale_rollbacks=tuple(stale))
+        return Markers(expiring=expiring, rollbacks=rollbacks, stale=tuple(stale))
 
-    def begin_expiry(self, end: int) -> str:
-        """Publish that this run may delete the files of snapshots ``< end``; returns the marker's
-        path. Written before expiry lists the tags it protects, so a tag created later sees it."""
-        return self._write_marker(EXPIRING_PREFIX, end)
+    def _overtaken(self, marker: str, end: int) -> bool:
+        """Whether an expiry marker's kept snapshot ``end`` is gone or replaced (see :meth:`markers`).
+        A marker without the kept snapshot's identity (an older writer) is never stale."""
+        try:
+            lines = self.file_io.read_bytes(marker).decode("ascii", "replace").splitlines()
+        except FileNotFoundStorageError:
+            return True  # removed meanwhile: its run finished
+        if len(lines) < 2:
+            return False
+        kept = self.try_snapshot(end)
+        return kept is None or kept.base_manifest_list != lines[1]
+
+    def begin_expiry(self, end: int, keeps: Snapshot | None = None) -> str:
+        """Publish that this run may delete the files of snapshots ``< end``, keeping snapshot
+        ``keeps`` (``end``: its identity lets a rollback's overtaking be told); returns the
+        marker's path. Written before expiry lists the tags it protects, so a tag created later
+        sees it."""
+        return self._write_marker(EXPIRING_PREFIX, end, keeps.base_manifest_list if keeps is not None else None)
 
     def expiring_markers(self) -> Mapping[str, int]:
         """``{marker path: end}`` of every expiry run that has not finished (or crashed)."""
@@ -385,9 +406,15 @@ class SnapshotManager:
         any more (then "the snapshot no longer exists" stops a tag on their snapshots instead)."""
         ids = self.list_ids()
         lowest = ids[0] if ids else None
-        for path, end in self.expiring_markers().items():
+        now = self.markers()
+        for path, end in now.expiring.items():
             if path == marker or (lowest is not None and end <= lowest):
                 self._delete_marker(path)
+        for path in now.stale:
+            if path.rsplit("/", 1)[-1].startswith(EXPIRING_PREFIX) or path == marker:
+                self._delete_marker(path)
+        if marker is not None:
+            self._delete_marker(marker)
 
     def begin_rollback(self, target: int) -> str:
         """Publish that this run may delete what comes after snapshot ``target``; returns the
@@ -426,12 +453,13 @@ class SnapshotManager:
         """Remove the markers of rollbacks to ``target`` (this run's, and that of a crashed run
         this one has just completed), and those past their lease."""
         now = self.markers()
-        for path in [*(p for p, t in now.rollbacks.items() if t == target), *now.stale_rollbacks]:
+        for path in [*(p for p, t in now.rollbacks.items() if t == target), *now.stale]:
             self._delete_marker(path)
 
-    def _write_marker(self, prefix: str, number: int) -> str:
+    def _write_marker(self, prefix: str, number: int, detail: str | None = None) -> str:
         path = join(self.directory, f"{prefix}{int(number)}-{uuid.uuid4().hex}")
-        self.file_io.write_bytes(path, str(int(number)).encode("ascii"))
+        text = str(int(number)) if detail is None else f"{int(number)}\n{detail}"
+        self.file_io.write_bytes(path, text.encode("ascii"))
         return path
 
     def _delete_marker(self, path: str) -> None:
@@ -442,11 +470,12 @@ class SnapshotManager:
 @dataclass(frozen=True, slots=True)
 class Markers:
     """What one listing of ``snapshot/`` shows of running maintenance: ``{path: end}`` of expiry
-    runs, ``{path: target}`` of rollbacks within their lease, and rollback markers past it."""
+    runs, ``{path: target}`` of rollbacks within their lease, and stale markers (rollbacks past
+    their lease, expiries a rollback overtook)."""
 
     expiring: Mapping[str, int]
     rollbacks: Mapping[str, int]
-    stale_rollbacks: tuple[str, ...] = ()
+    stale: tuple[str, ...] = ()
 
     @property
     def expiring_below(self) -> int | None:

@@ -338,3 +338,24 @@ def test_an_expiry_whose_plan_a_finished_rollback_overtook_is_refused(tmp_path: 
     assert snapshot_ids_on_storage(table) == [1, 2]  # the rolled-back table keeps its latest snapshot
     assert manager.expiring_markers() == {}
     assert missing_needed_files(table) == []
+
+
+def test_an_expiry_marker_a_rollback_overtook_holds_nothing_back(tmp_path: Path) -> None:
+    table = make(tmp_path, commits=6)
+    manager, io = table.snapshot_manager, table.file_io
+    marker = manager.begin_expiry(5, keeps=manager.snapshot(5))  # its run was killed before its check
+    with pytest.raises(TagTargetExpiringError):
+        table.tags.create("below", snapshot_id=3)  # while snapshot 5 is the one it keeps, it condemns 1..4
+    for sid in manager.list_ids():  # a rollback to 2 that claimed before that marker finished
+        if sid > 2:
+            io.delete(manager.path(sid))
+    for i in range(3):  # new commits reuse ids 3, 4, 5: the marker's snapshot 5 is another one now
+        write(table, 10 + i)
+    assert 5 in manager.list_ids()
+    assert manager.expiring_markers() == {}  # stale: ignored
+    table.tags.create("t", snapshot_id=3)
+    assert table.rollback(snapshot_id=4).target == 4
+    table.expire_snapshots(retain_min=3, retain_max=3, older_than_millis=0)  # its own range only
+    assert not io.exists(marker)  # and the stale marker is gone
+    assert snapshot_ids_on_storage(table) == [2, 3, 4]
+    assert missing_needed_files(table) == []
