@@ -26,12 +26,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import FileNotFoundStorageError, InvalidArgumentError, SnapshotNotFoundError
+from ..errors import FileNotFoundStorageError, InvalidArgumentError
 from ..faults import crash_point
 from ..fs import join
 from ..meta.changelogs import ChangelogManager
 from ..meta.manifest import FileKind
-from ..meta.references import changelog_files, entry_path_resolver, has_producer, manifest_files
+from ..meta.references import (
+    changelog_files,
+    entry_path_resolver,
+    file_key,
+    files_of_other_branches,
+    has_producer,
+    manifest_files,
+    tag_needs,
+)
 from ..meta.snapshots import EARLIEST, Snapshot
 from ..options.changelog import changelog_settings
 
@@ -125,29 +133,19 @@ def expire_changelogs(table, *, retain_min: int | None = None, retain_max: int |
 
 
 def _plan(table, manager: ChangelogManager, earliest: int, end: int) -> dict:
-    from ..meta.references import files_of_other_branches, metadata_files, tag_still_there
-
     mio = table.manifest_io
     path_of = entry_path_resolver(table)
-    others = files_of_other_branches(table)
     keepers: list[tuple[str | None, Snapshot]] = [(None, s) for s in (table.snapshot_manager.earliest(),) if s]
     keepers += list(table.tag_manager.list_tags().items())
-    keep_meta = set(others.metadata)
-    keep_data = set(others.data)
+    keep = files_of_other_branches(table)
     next_changelog = manager.try_changelog(end)
     keep_paths = changelog_files(table, next_changelog) if next_changelog is not None else set()
-    for tag_name, keeper in keepers:
-        keep_meta |= set(metadata_files(table, keeper))
-        try:
-            keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.live_entries(keeper)}
-        except (FileNotFoundStorageError, SnapshotNotFoundError):
-            # a tag deleted (with its files) since the listing protects nothing; one still there
-            # with missing files stops the expiry before it deletes anything
-            if tag_name is not None and tag_still_there(table, tag_name, keeper):
-                raise
-            continue
-        with contextlib.suppress(FileNotFoundStorageError):  # a tag's changelog went with its snapshot
-            keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.changelog_entries(keeper)}
+    for name, keeper in keepers:
+        # a tag deleted (with its files) since the listing protects nothing; one still there with
+        # missing files stops the expiry before it deletes anything
+        needs = tag_needs(table, name, keeper, changelog=True)
+        if needs is not None:
+            keep |= needs
     data, metadata, ids = [], [], []
     for cid in range(earliest, end):
         changelog = manager.try_changelog(cid)
@@ -161,18 +159,17 @@ def _plan(table, manager: ChangelogManager, earliest: int, end: int) -> dict:
                 # (checked below), and the APPEND files it deleted, which snapshot expiry left for
                 # the changelog (Paimon's ChangelogDeletion: no file outlives every changelog)
                 delta = mio.delta_entries(changelog)
-                readded = {(e.partition, e.bucket, e.file.file_name) for e in delta if e.kind is FileKind.ADD}
-                entries = [e for e in delta if e.kind is FileKind.ADD
-                           or (e.partition, e.bucket, e.file.file_name) not in readded]  # not upgrades
+                readded = {file_key(e) for e in delta if e.kind is FileKind.ADD}
+                entries = [e for e in delta if e.kind is FileKind.ADD or file_key(e) not in readded]  # not upgrades
             for e in entries:
-                if (e.partition, e.bucket, e.file.file_name) not in keep_data and path_of(e) not in keep_paths:
+                if e not in keep and path_of(e) not in keep_paths:
                     data.append(path_of(e))
                     folder = path_of(e).rsplit("/", 1)[0]
                     data.extend(join(folder, extra) for extra in e.file.extra_files)
         names = [changelog.changelog_manifest_list] if has_producer(table) else [
             changelog.base_manifest_list, changelog.delta_manifest_list]
         for path in manifest_files(table, names):
-            if path not in keep_meta and path not in keep_paths:
+            if path not in keep.metadata and path not in keep_paths:
                 metadata.append(path)
     return {"earliest": earliest, "end": end, "changelog_ids": tuple(ids),
             "data_files": tuple(dict.fromkeys(data)), "metadata_files": tuple(dict.fromkeys(metadata))}

@@ -56,13 +56,20 @@ from ..errors import (
     FileNotFoundStorageError,
     InvalidArgumentError,
     MaintenanceConflictError,
-    SnapshotNotFoundError,
     StorageError,
 )
 from ..faults import crash_point
 from ..fs import join
 from ..meta.manifest import FileKind
-from ..meta.references import entry_path_resolver, metadata_files, tag_still_there
+from ..meta.references import (
+    Needed,
+    entry_path_resolver,
+    file_key,
+    files_of_other_branches,
+    manifest_files,
+    metadata_files,
+    tag_needs,
+)
 from ..meta.snapshots import Snapshot
 
 
@@ -165,19 +172,15 @@ def _plan_expiry_once(table, earliest: int, end: int, *, decoupled: bool) -> Exp
     tags = sorted(listed.values(), key=lambda s: s.id)
     path_of = entry_path_resolver(table)
 
-    tag_files: dict[int, set] = {}
+    tag_needs_memo: dict[int, Needed] = {}
 
-    def files_of_tag(tag: Snapshot) -> set:
-        if tag.id not in tag_files:
-            try:
-                tag_files[tag.id] = {(e.partition, e.bucket, e.file.file_name) for e in mio.live_entries(tag)}
-            except (SnapshotNotFoundError, FileNotFoundStorageError):
-                if tag_still_there(table, names[id(tag)], tag):
-                    raise  # a tag with missing files: never plan deletions around it
-                raise _TagVanished(names[id(tag)]) from None
-        return tag_files[tag.id]
-
-    from ..meta.references import files_of_other_branches
+    def kept_by(tag: Snapshot) -> Needed:
+        if tag.id not in tag_needs_memo:
+            needs = tag_needs(table, names[id(tag)], tag)
+            if needs is None:
+                raise _TagVanished(names[id(tag)])
+            tag_needs_memo[tag.id] = needs
+        return tag_needs_memo[tag.id]
 
     others = files_of_other_branches(table)  # files other branches share are never deleted here
     producer = str(table.options.changelog_producer)
@@ -191,14 +194,13 @@ def _plan_expiry_once(table, earliest: int, end: int, *, decoupled: bool) -> Exp
             entries = mio.delta_entries(snapshot)
         except FileNotFoundStorageError:
             continue  # an earlier, interrupted run already removed this snapshot's manifests
-        added = {(e.partition, e.bucket, e.file.file_name) for e in entries if e.kind is FileKind.ADD}
+        added = {file_key(e) for e in entries if e.kind is FileKind.ADD}
         previous_tag = next((t for t in reversed(tags) if t.id < sid), None)
-        keep = files_of_tag(previous_tag) if previous_tag is not None else set()
+        keep = kept_by(previous_tag) if previous_tag is not None else Needed()
         for e in entries:
-            key = (e.partition, e.bucket, e.file.file_name)
             if keep_appends and e.file.file_source in (None, 0):
                 continue  # the changelog (= delta) still needs the rows this file added
-            if e.kind is FileKind.DELETE and key not in added and key not in keep and key not in others.data:
+            if e.kind is FileKind.DELETE and file_key(e) not in added and e not in keep and e not in others:
                 data.append(path_of(e))
                 data.extend(join(path_of(e).rsplit("/", 1)[0], x) for x in e.file.extra_files)
 
@@ -216,12 +218,10 @@ def _plan_expiry_once(table, earliest: int, end: int, *, decoupled: bool) -> Exp
         if not decoupled:
             with contextlib.suppress(FileNotFoundStorageError):
                 for e in mio.changelog_entries(snapshot):
-                    if (e.partition, e.bucket, e.file.file_name) not in others.data:
+                    if e not in others:
                         changelog.append(path_of(e))
         kept = set()
         if decoupled:  # the long-lived changelog keeps its manifests
-            from ..meta.references import manifest_files
-
             kept = set(manifest_files(table, [snapshot.changelog_manifest_list] if producer != "none" else
                                    [snapshot.base_manifest_list, snapshot.delta_manifest_list]))
         metadata.extend(f for f in metadata_files(table, snapshot) if f not in protected and f not in kept)

@@ -15,9 +15,16 @@ from ..errors import (
     MaintenanceConflictError,
     SnapshotNotFoundError,
 )
-from ..fs import join
+from ..meta.changelogs import ChangelogManager
 from ..meta.manifest import FileKind
-from ..meta.references import files_of_other_branches, metadata_files, restored_from_tag
+from ..meta.references import (
+    entry_path_resolver,
+    files_of_other_branches,
+    manifest_files,
+    metadata_files,
+    needed_by,
+    restored_from_tag,
+)
 from ..meta.snapshots import Snapshot
 from .tags import Tags
 
@@ -78,49 +85,28 @@ def _rollback_to(table, target: Snapshot) -> Rollback:
     later = [sid for sid in manager.list_ids() if sid > target.id]
     tags = Tags(table)
     later_tags = sorted(n for n, t in tags.list().items() if t.id > target.id)
-    # what the removed snapshots added that the target does not hold
-    keep_data = {(e.partition, e.bucket, e.file.file_name) for e in table.manifest_io.live_entries(target)}
-    keep_meta = set(metadata_files(table, target))
-    others = files_of_other_branches(table)  # other branches may share these files
-    keep_data |= others.data
-    keep_meta |= others.metadata
+    # what the removed snapshots and changelogs need that what stays does not
+    keep = files_of_other_branches(table) | needed_by(table, target, changelog=True)  # branches share files
     for t in tags.list().values():
         if t.id <= target.id:
-            keep_meta |= set(metadata_files(table, t))
-            keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in table.manifest_io.live_entries(t)}
+            keep |= needed_by(table, t)
+    path_of = entry_path_resolver(table)
+    mio = table.manifest_io
     doomed: list[str] = []
-    partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
-    from ..data.binary_row import deserialize_row
-    from ..meta.layout import bucket_directory
-
-    def path_of(e) -> str:
-        values = tuple(deserialize_row(e.partition, partition_types))
-        return e.file.external_path or join(bucket_directory(table.path, table.schema, table.options, values,
-                                                             e.bucket), e.file.file_name)
-
     first_removed = next((s for s in map(manager.try_snapshot, later) if s is not None), None)
     if first_removed is not None:  # files added between the target and it (their snapshots expired)
         with contextlib.suppress(FileNotFoundStorageError):
-            doomed += [path_of(e) for e in table.manifest_io.live_entries(first_removed)
-                       if (e.partition, e.bucket, e.file.file_name) not in keep_data]
+            doomed += [path_of(e) for e in mio.live_entries(first_removed) if e not in keep]
     for sid in later:
         snap = manager.try_snapshot(sid)
         if snap is None:
             continue
-        mio = table.manifest_io
         with contextlib.suppress(FileNotFoundStorageError):
-            for m in mio.manifest_list(snap.delta_manifest_list):
-                for e in mio.manifest_entries(m.file_name):
-                    if e.kind is FileKind.ADD and (e.partition, e.bucket, e.file.file_name) not in keep_data:
-                        doomed.append(path_of(e))
+            doomed += [path_of(e) for e in mio.delta_entries(snap) if e.kind is FileKind.ADD and e not in keep]
         with contextlib.suppress(FileNotFoundStorageError):  # a branch made from it may share them
-            doomed += [path_of(e) for e in mio.changelog_entries(snap)
-                       if (e.partition, e.bucket, e.file.file_name) not in keep_data]
-        doomed += [p for p in metadata_files(table, snap) if p not in keep_meta]
+            doomed += [path_of(e) for e in mio.changelog_entries(snap) if e not in keep]
+        doomed += [p for p in metadata_files(table, snap) if p not in keep.metadata]
     # long-lived changelogs after the target go too (Paimon's RollbackHelper): their ids are reused
-    from ..meta.changelogs import ChangelogManager
-    from ..meta.references import manifest_files
-
     changelogs = ChangelogManager(table.file_io, table.path, table.branch)
     later_changelogs = [cid for cid in changelogs.list_ids() if cid > target.id]
     for cid in later_changelogs:
@@ -128,9 +114,8 @@ def _rollback_to(table, target: Snapshot) -> Rollback:
         if changelog is None or not changelog.changelog_manifest_list:
             continue  # producer none: its delta files become orphans if nothing else needs them
         with contextlib.suppress(FileNotFoundStorageError):
-            doomed += [path_of(e) for e in table.manifest_io.changelog_entries(changelog)
-                       if (e.partition, e.bucket, e.file.file_name) not in keep_data]
-        doomed += [p for p in manifest_files(table, [changelog.changelog_manifest_list]) if p not in keep_meta]
+            doomed += [path_of(e) for e in mio.changelog_entries(changelog) if e not in keep]
+        doomed += [p for p in manifest_files(table, [changelog.changelog_manifest_list]) if p not in keep.metadata]
     for name in later_tags:
         table.file_io.delete(table.tag_manager.tag_path(name))
     for sid in sorted(later, reverse=True):

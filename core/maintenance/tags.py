@@ -33,8 +33,14 @@ from ..errors import (
     TagTargetExpiringError,
 )
 from ..faults import crash_point
-from ..fs import join
-from ..meta.references import files_of_other_branches, metadata_files
+from ..meta.changelogs import ChangelogManager
+from ..meta.references import (
+    changelog_files,
+    entry_path_resolver,
+    files_of_other_branches,
+    metadata_files,
+    tag_needs,
+)
 from ..meta.snapshots import Snapshot
 from ..names import validate_name
 from ..options.parse import parse_duration_millis
@@ -182,8 +188,6 @@ class Tags:
             entries = table.manifest_io.live_entries(tag)
         except (SnapshotNotFoundError, FileNotFoundStorageError):
             return False
-        from ..meta.references import entry_path_resolver
-
         path_of = entry_path_resolver(table)
         return all(io.exists(p) for p in metadata_files(table, tag)) and all(io.exists(path_of(e)) for e in entries)
 
@@ -300,39 +304,16 @@ class Tags:
         after = ((None, earliest) if earliest is not None and (after_tag is None or earliest.id < after_tag[1].id)
                  else after_tag)
         neighbours = [c for c in (before, after) if c is not None]
-        others = files_of_other_branches(table)  # other branches may share these files
-        keep_data, keep_meta = set(others.data), set(others.metadata)
+        keep = files_of_other_branches(table)  # other branches may share these files
         for neighbour_name, s in neighbours:
-            try:
-                entries = table.manifest_io.live_entries(s)
-            except (SnapshotNotFoundError, FileNotFoundStorageError):
-                from ..meta.references import tag_still_there
-
-                if neighbour_name is not None:
-                    still = tag_still_there(table, neighbour_name, s)
-                else:  # the earliest snapshot: being expired if a running expiry is past it
-                    below = manager.expiring_below()
-                    still = manager.exists(s.id) and (below is None or s.id >= below)
-                if still:
-                    raise
-                raise _NeighbourVanished() from None
-            keep_data |= {(e.partition, e.bucket, e.file.file_name) for e in entries}
-            keep_meta |= set(metadata_files(table, s))
-        out = []
-        partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
-        from ..data.binary_row import deserialize_row
-        from ..meta.layout import bucket_directory
-
-        for e in table.manifest_io.live_entries(tag):
-            if (e.partition, e.bucket, e.file.file_name) not in keep_data:
-                values = tuple(deserialize_row(e.partition, partition_types))
-                out.append(e.file.external_path or join(
-                    bucket_directory(table.path, table.schema, table.options, values, e.bucket), e.file.file_name))
-        out += [p for p in metadata_files(table, tag) if p not in keep_meta]
+            needs = tag_needs(table, neighbour_name, s)
+            if needs is None:
+                raise _NeighbourVanished()
+            keep |= needs
+        path_of = entry_path_resolver(table)
+        out = [path_of(e) for e in table.manifest_io.live_entries(tag) if e not in keep]
+        out += [p for p in metadata_files(table, tag) if p not in keep.metadata]
         if out:  # long-lived changelogs (changelog/changelog-N) keep what they reference
-            from ..meta.changelogs import ChangelogManager
-            from ..meta.references import changelog_files
-
             changelogs = ChangelogManager(table.file_io, table.path, table.branch)
             kept: set[str] = set()
             for cid in changelogs.list_ids():

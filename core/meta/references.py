@@ -7,7 +7,10 @@ protection, orphan removal).
 * :func:`changelog_files`: what a long-lived changelog keeps alive;
 * :func:`files_needed_by`: everything one branch's snapshots, tags and long-lived changelogs need
   (orphan removal keeps exactly the union over the branches);
-* :func:`files_of_other_branches`: what every other branch references;
+* :func:`needed_by` / :func:`tag_needs`: what one snapshot or tag needs, as a :class:`Needed`
+  (data files by :func:`file_key`, metadata files by path); every deletion plan is "what goes,
+  minus the union of :class:`Needed` of what stays";
+* :func:`files_of_other_branches`: what every other branch references (a :class:`Needed`);
 * :func:`entry_path_resolver`: where a manifest entry's data file lives;
 * :func:`restored_from_tag`: the snapshot a tag brings back without naming files that are gone.
 """
@@ -197,20 +200,65 @@ def walk_files(file_io, directory: str) -> Iterable[str]:
 # -- what other branches need ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class BranchFiles:
-    """Files other branches reference: data/changelog files as ``(partition, bucket, file name)``
-    and metadata files (manifest lists, manifests, index manifests, index and statistics files)
-    as absolute paths."""
+FileKey = tuple[bytes, int, str]
+"""A data or changelog file as ``(partition, bucket, file name)``: how manifests name it."""
 
-    data: frozenset[tuple[bytes, int, str]] = frozenset()
+
+def file_key(entry) -> FileKey:
+    """The :data:`FileKey` of a manifest entry's file."""
+    return (entry.partition, entry.bucket, entry.file.file_name)
+
+
+@dataclass(frozen=True, slots=True)
+class Needed:
+    """Files something needs: data/changelog files as :data:`FileKey` and metadata files
+    (manifest lists, manifests, index manifests, index and statistics files) as absolute paths.
+    Unions with ``|``; ``entry in needed`` asks about a manifest entry's file."""
+
+    data: frozenset[FileKey] = frozenset()
     metadata: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(self.data or self.metadata)
 
+    def __or__(self, other: Needed) -> Needed:
+        return Needed(self.data | other.data, self.metadata | other.metadata)
 
-def files_of_other_branches(table) -> BranchFiles:
+    def __contains__(self, entry) -> bool:
+        return file_key(entry) in self.data
+
+
+def needed_by(table, snapshot: Snapshot, *, changelog: bool = False) -> Needed:
+    """What ``snapshot`` (or a tag) needs: its metadata files and the data files live in it;
+    with ``changelog``, its changelog files too (skipped when already gone: a tag does not keep
+    its changelog). Raises when its manifests cannot be read."""
+    mio = table.manifest_io
+    data = {file_key(e) for e in mio.live_entries(snapshot)}
+    if changelog:
+        with contextlib.suppress(FileNotFoundStorageError):
+            data |= {file_key(e) for e in mio.changelog_entries(snapshot)}
+    return Needed(frozenset(data), frozenset(metadata_files(table, snapshot)))
+
+
+def tag_needs(table, name: str | None, tag: Snapshot, *, changelog: bool = False) -> Needed | None:
+    """:func:`needed_by` for a listed tag (``name``) or snapshot (``None``), or ``None`` when it
+    was deleted meanwhile (with its files: it protects nothing any more). A tag still there whose
+    files cannot be read raises: never plan deletions around it."""
+    try:
+        return needed_by(table, tag, changelog=changelog)
+    except (SnapshotNotFoundError, FileNotFoundStorageError):
+        if name is None:
+            manager = table.snapshot_manager
+            below = manager.expiring_below()
+            if manager.exists(tag.id) and (below is None or tag.id >= below):
+                raise
+            return None
+        if tag_still_there(table, name, tag):
+            raise
+        return None
+
+
+def files_of_other_branches(table) -> Needed:
     """What every branch other than ``table``'s references through its snapshots and tags.
 
     Empty (and free) for a table without branches. A file referenced by any retained snapshot
@@ -221,8 +269,8 @@ def files_of_other_branches(table) -> BranchFiles:
     names = existing_branches(table.file_io, table.path)
     others = [n for n in [MAIN_BRANCH, *names] if n != table.branch]
     if not names:
-        return BranchFiles()
-    data: set[tuple[bytes, int, str]] = set()
+        return Needed()
+    data: set[FileKey] = set()
     metadata: set[str] = set()
     mio = table.manifest_io
     for name in others:
@@ -233,14 +281,14 @@ def files_of_other_branches(table) -> BranchFiles:
         for is_tag, snap in [*((True, t) for t in tags), *((False, s) for s in snapshots)]:
             try:
                 if is_tag or not first_read:  # everything live in the first readable snapshot
-                    data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.live_entries(snap)}
+                    data |= {file_key(e) for e in mio.live_entries(snap)}
                     first_read = first_read or not is_tag
                 for m in mio.manifest_list(snap.delta_manifest_list):
-                    data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.manifest_entries(m.file_name)}
-                data |= {(e.partition, e.bucket, e.file.file_name) for e in mio.changelog_entries(snap)}
+                    data |= {file_key(e) for e in mio.manifest_entries(m.file_name)}
+                data |= {file_key(e) for e in mio.changelog_entries(snap)}
             except FileNotFoundStorageError:
                 # only a snapshot an interrupted expiry of that branch is removing loses its
                 # manifests; what it alone needed is being deleted by that expiry anyway
                 continue
             metadata |= set(metadata_files(table, snap))
-    return BranchFiles(frozenset(data), frozenset(metadata))
+    return Needed(frozenset(data), frozenset(metadata))

@@ -330,5 +330,10 @@ def test_random_sigkills_keep_every_acknowledged_commit(tmp_path: Path, reliabil
     # The harness did what it claims (else it proves nothing).
     assert sum(by_role.values()) == kills
     assert recoveries, f"seed {seed}: no writer was ever killed with a batch in flight"
-    assert sum(int(r["snapshots"]) for r in expiries) > 0 or elapsed < TIME_RETAINED_S * 2, \
-        f"seed {seed}: the expirer never expired anything"
+    # expiry was due if, at the end, snapshots beyond the two retained had been older than the
+    # retention for a whole further retention period (on a loaded machine few batches commit)
+    manager = table.snapshot_manager
+    retained = [s for s in map(manager.try_snapshot, manager.list_ids()) if s is not None]
+    due = [s.id for s in retained[:-2] if s.time_millis < (time.time() - 2 * TIME_RETAINED_S) * 1000]
+    assert sum(int(r["snapshots"]) for r in expiries) > 0 or not due, \
+        f"seed {seed}: the expirer never expired anything, though snapshots {due} were due"

@@ -12,7 +12,12 @@ import pyarrow as pa
 from paimonflow.core import Catalog
 from paimonflow.core.maintenance.branches import open_branch
 from paimonflow.core.meta.changelogs import ChangelogManager
-from paimonflow.core.meta.references import files_needed_by, files_of_other_branches
+from paimonflow.core.meta.references import (
+    entry_path_resolver,
+    files_needed_by,
+    files_of_other_branches,
+    needed_by,
+)
 from paimonflow.core.meta.schema_manager import existing_branches
 from tests.reliability.oracle import garbage, missing_needed_files, needed_files
 
@@ -37,7 +42,15 @@ def check_agreement(table) -> None:
     views = branches_of(table)
     for view in views:
         assert missing_needed_files(view) == [], view.branch
-        assert files_needed_by(view, strict=True) == needed_files(view)[0], view.branch
+        needed = files_needed_by(view, strict=True)
+        assert needed == needed_files(view)[0], view.branch
+        path_of = entry_path_resolver(view)
+        manager = view.snapshot_manager
+        for snapshot in [*map(manager.snapshot, manager.list_ids()), *view.tag_manager.list_tags().values()]:
+            one = needed_by(view, snapshot)  # what each deletion plan keeps for a snapshot or tag that stays
+            assert one.metadata <= needed
+            live = view.manifest_io.live_entries(snapshot)
+            assert {path_of(e) for e in live} <= needed and all(e in one for e in live)
     for view in views:
         others = files_of_other_branches(view)
         others_need = set().union(*(files_needed_by(v) for v in views if v.branch != view.branch))
