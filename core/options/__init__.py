@@ -4,3 +4,19 @@ parsed once per table open (:class:`~.core.CoreOptions`), and the typed settings
 automatic tags, long-lived changelogs and merge engines (:mod:`.compaction`, :mod:`.tagging`,
 :mod:`.changelog`, :mod:`.merge`).
 """
+
+from .changelog import changelog_settings
+from .compaction import CompactionOptions
+from .core import CoreOptions
+from .merge import merge_spec_for
+from .tagging import AutoTagSettings
+from .validate import validate_user_options
+
+__all__ = [
+    "AutoTagSettings",
+    "CompactionOptions",
+    "CoreOptions",
+    "changelog_settings",
+    "merge_spec_for",
+    "validate_user_options",
+]

@@ -4,3 +4,17 @@ rows to (partition, bucket), buffers and spills them (:mod:`.table_write`, :mod:
 (:mod:`.messages`) and the committer that publishes one snapshot (:mod:`.commit`). Never imports
 :mod:`paimonflow.core.read`.
 """
+
+from .commit import CommitResult, OverwriteSpec, TableCommit
+from .conform import conform
+from .messages import CommitMessage
+from .table_write import TableWrite
+
+__all__ = [
+    "CommitMessage",
+    "CommitResult",
+    "OverwriteSpec",
+    "TableCommit",
+    "TableWrite",
+    "conform",
+]
