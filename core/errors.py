@@ -158,5 +158,9 @@ class OrphanCleanAbortedError(PaimonflowError):
     """Some snapshot or tag could not be read, so no file can be proven unreferenced."""
 
 
+class SourceError(PaimonflowError):
+    """A job's input cannot be read: a missing path, an unknown Spark table, a query Spark refuses."""
+
+
 class SparkUnavailableError(PaimonflowError):
     """PySpark or Java is missing, or too old (raised by ``paimonflow.jobs``)."""

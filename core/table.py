@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import cache, cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +25,7 @@ from .errors import (
 )
 from .fs import FileIO, join
 from .meta.consumers import ConsumerManager
+from .meta.context import TableMeta
 from .meta.layout import MAIN_BRANCH
 from .meta.manifest_io import ManifestIO
 from .meta.schema import TableSchema
@@ -601,3 +603,13 @@ class SnapshotStart:
         from .compact.merge_tree import BucketCompactor
 
         return BucketCompactor(self._table, writer=writer)
+
+
+if TYPE_CHECKING:  # the type checker holds Table to the collaborators the layers below receive
+    from .maintenance.context import TableOps
+
+    def _collaborators(table: Table) -> TableMeta:
+        return table
+
+    def _operations(table: Table) -> TableOps:
+        return table

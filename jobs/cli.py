@@ -12,14 +12,16 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from dataclasses import replace
 from typing import Annotated
 
 import typer
 
-from paimonflow.core.errors import PaimonflowError
 from paimonflow.core.options.parse import parse_duration_millis
 
 from .location import TableLocation, storage_options_from_env
+from .result import JobResult
+from .spark_errors import typed_error
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="paimonflow Spark jobs (each prints one JSON result line).")
@@ -61,9 +63,13 @@ def job(name: str):
         @functools.wraps(fn)
         def run(*args, **kwargs):
             try:
-                result = fn(*args, **kwargs)
-            except PaimonflowError as exc:
-                print(json.dumps({"job": name, "error": type(exc).__name__, "message": str(exc)}), file=sys.stderr)
+                result = with_master(fn(*args, **kwargs))
+            except Exception as exc:
+                typed = typed_error(exc)  # a user's mistake Spark reported, as paimonflow's error
+                if typed is None:
+                    raise
+                print(json.dumps({"job": name, "error": type(typed).__name__, "message": str(typed)}),
+                      file=sys.stderr, flush=True)
                 raise typer.Exit(2) from None
             print(result.to_json())
             if _RESULT_FILE["path"]:
@@ -73,6 +79,16 @@ def job(name: str):
         return app.command(name)(run)
 
     return decorate
+
+
+def with_master(result: JobResult) -> JobResult:
+    """``result`` naming the master of the session the job ran on."""
+    from pyspark.sql import SparkSession
+
+    from .session import master_of
+
+    active = SparkSession.getActiveSession()
+    return result if active is None or result.master else replace(result, master=master_of(active))
 
 
 def _spark(master: str | None, conf: list[str] | None):
@@ -100,7 +116,7 @@ def write_(warehouse: Warehouse, table: TableName,
            overwrite_partition: Annotated[str | None, typer.Option(help="k=v[,k2=v2]: static overwrite")] = None,
            row_kind_column: Annotated[str | None, typer.Option(help="Column with +I/-U/+U/-D")] = None,
            commit_user: CommitUser = None, commit_identifier: CommitId = None,
-           parallelism: Annotated[int | None, typer.Option(help="Writer tasks (default shuffle partitions)")] = None,
+           parallelism: Annotated[int | None, typer.Option(help="Writer tasks (default: sized by adaptive query execution)")] = None,
            master: Master = None, conf: Conf = None, storage_option: Storage = None):
     """Write files, a Spark table or a query into a table (one commit)."""
     from .write import WriteSource, partition_spec, write

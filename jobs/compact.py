@@ -12,6 +12,7 @@ from paimonflow.core.faults import crash_point
 
 from .location import TableLocation
 from .result import JobResult, Stopwatch
+from .tasks import run_tasks
 
 
 def compact(spark, location: TableLocation, *, full: bool = True,
@@ -26,14 +27,14 @@ def compact(spark, location: TableLocation, *, full: bool = True,
         return JobResult(job="compact", table=location.identifier, snapshot_id=plan.done.snapshot_id,
                          duration_s=watch.elapsed, metrics={**plan.done.to_dict(), "tasks": 0})
     payloads = [pickle.dumps(task) for task in plan.tasks]
-    messages = []
-    if payloads:
-        def run(payload: bytes) -> bytes:
-            return pickle.dumps(run_compaction_task(location.open(), pickle.loads(payload)))
 
-        rdd = spark.sparkContext.parallelize(payloads, numSlices=len(payloads))
-        messages = [pickle.loads(b) for b in rdd.map(run).collect()]
+    def run(payload: bytes) -> bytes:
+        return pickle.dumps(run_compaction_task(location.open(), pickle.loads(payload)))
+
+    ran = run_tasks(spark, payloads, run)
+    messages = [pickle.loads(b) for b in ran.payloads]
     crash_point("spark-compact:before-commit")
     result = commit_compaction(table, plan, messages)
     return JobResult(job="compact", table=location.identifier, snapshot_id=result.snapshot_id,
-                     duration_s=watch.elapsed, metrics={**result.to_dict(), "tasks": len(payloads), "full": full})
+                     duration_s=watch.elapsed, metrics={**result.to_dict(), "tasks": len(payloads), "full": full},
+                     executors=len(ran.executors))

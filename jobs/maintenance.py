@@ -4,6 +4,7 @@ executors, one table directory per task, since that is where the I/O is."""
 
 from __future__ import annotations
 
+import pickle
 import time
 from collections.abc import Sequence
 
@@ -11,11 +12,13 @@ from paimonflow.core.errors import InvalidArgumentError
 
 from .location import TableLocation
 from .result import JobResult, Stopwatch
+from .tasks import run_tasks
 
 
-def _result(job: str, location: TableLocation, watch: Stopwatch, snapshot_id=None, **metrics) -> JobResult:
+def _result(job: str, location: TableLocation, watch: Stopwatch, snapshot_id=None, *, executors: int = 0,
+            **metrics) -> JobResult:
     return JobResult(job=job, table=location.identifier, snapshot_id=snapshot_id, duration_s=watch.elapsed,
-                     metrics=metrics)
+                     executors=executors, metrics=metrics)
 
 
 def expire_snapshots(spark, location: TableLocation, *, retain_min: int | None = None, retain_max: int | None = None,
@@ -133,35 +136,36 @@ def remove_orphan_files(spark, location: TableLocation, *, older_than_millis: in
     if not directories:
         return _result("remove-orphan-files", location, watch, orphans=0, orphan_bytes=0, scanned_files=0,
                        dry_run=dry_run)
-    kept = spark.sparkContext.broadcast(keep)
 
-    def scan(root: tuple[str, bool]):
+    def scan(payload: bytes) -> bytes:
         from paimonflow.core.maintenance.orphans import find_orphans
 
-        directory, metadata_dir = root
-        return [find_orphans(location.open().file_io, directory, metadata_dir=metadata_dir, keep=kept.value,
-                             cutoff_millis=cutoff)]
+        directory, metadata_dir = pickle.loads(payload)
+        return pickle.dumps(find_orphans(location.open().file_io, directory, metadata_dir=metadata_dir, keep=keep,
+                                         cutoff_millis=cutoff))
 
-    listed = spark.sparkContext.parallelize(directories, numSlices=len(directories)).flatMap(scan).collect()
+    scanned = run_tasks(spark, [pickle.dumps(root) for root in directories], scan)  # ``keep`` travels with scan
+    listed = [pickle.loads(p) for p in scanned.payloads]
     orphans = [item for _, found in listed for item in found]
+    executors = set(scanned.executors)
     if not dry_run and orphans:
-        def delete(paths):
+        def delete(payload: bytes) -> bytes:
             import contextlib
 
             from paimonflow.core.errors import FileNotFoundStorageError
 
             io = location.open().file_io
-            for path in paths:
+            for path in pickle.loads(payload):
                 with contextlib.suppress(FileNotFoundStorageError):
                     io.delete(path)
-            yield 0
+            return b""
 
-        slices = min(len(orphans), max(1, spark.sparkContext.defaultParallelism * 2))
-        spark.sparkContext.parallelize([p for p, _ in orphans], numSlices=slices).mapPartitions(delete).collect()
-    kept.unpersist()
+        paths = [p for p, _ in orphans]
+        slices = min(len(paths), 2 * len(directories))
+        executors |= run_tasks(spark, [pickle.dumps(paths[i::slices]) for i in range(slices)], delete).executors
     return _result("remove-orphan-files", location, watch, orphans=len(orphans),
                    orphan_bytes=sum(size for _, size in orphans), scanned_files=sum(n for n, _ in listed),
-                   dry_run=dry_run, tasks=len(directories))
+                   dry_run=dry_run, tasks=len(directories), executors=len(executors))
 
 
 def read_changes(spark, location: TableLocation, *, start_snapshot: int, end_snapshot: int | None = None,

@@ -57,7 +57,19 @@ _DURATIONS = {"older_than_millis": "--older-than", "min_older_than_millis": "--m
 def run_job(name: str, spark, location: TableLocation, arguments: Mapping[str, Any]) -> dict[str, Any]:
     if name not in JOBS:
         raise InvalidArgumentError(f"unknown job {name!r}; jobs are {', '.join(sorted(JOBS))}")
-    return JOBS[name](spark, location, dict(arguments)).to_dict()
+    from dataclasses import replace
+
+    from .session import master_of
+    from .spark_errors import typed_error
+
+    try:
+        result = JOBS[name](spark, location, dict(arguments))
+    except Exception as exc:
+        typed = typed_error(exc)  # callers (operators, resources) catch paimonflow's errors
+        if typed is None or typed is exc:
+            raise
+        raise typed from None
+    return replace(result, master=master_of(spark)).to_dict()
 
 
 def cli_arguments(arguments: Mapping[str, Any]) -> list[str]:

@@ -1,4 +1,5 @@
-"""What every job prints: one JSON object (job, table, snapshot ids, counts, duration)."""
+"""What every job prints: one JSON object (job, table, snapshot id, duration, the Spark master it
+ran on, how many executors ran its tasks, and the job's counts)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ class JobResult:
     table: str
     snapshot_id: int | None = None
     duration_s: float = 0.0
+    master: str | None = None  # filled in by the job runner from the session
+    executors: int = 0  # executors that ran the job's Spark tasks (0: it ran on the driver alone)
     metrics: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.job, "table": self.table, "snapshot_id": self.snapshot_id,
-                "duration_s": round(self.duration_s, 3), **self.metrics}
+                "duration_s": round(self.duration_s, 3), "master": self.master, "executors": self.executors,
+                **self.metrics}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), default=str, sort_keys=False)

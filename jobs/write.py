@@ -24,6 +24,7 @@ from paimonflow.core.errors import CommitOutcomeUnknownError, InvalidArgumentErr
 from paimonflow.core.faults import crash_point
 from paimonflow.core.write.commit import BATCH_COMMIT_IDENTIFIER
 
+from .executor import executor_identity
 from .location import TableLocation
 from .result import JobResult, Stopwatch
 
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 BUCKET_COLUMN = "__paimonflow_bucket"
-PAYLOAD_SCHEMA = "payload binary"
+PAYLOAD_SCHEMA = "payload binary, executor string"
+TEXT_FORMATS = ("csv", "json")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,20 +46,41 @@ class WriteSource:
     sql: str | None = None
     read_options: Mapping[str, str] | None = None
 
-    def dataframe(self, spark):
+    def dataframe(self, spark, schema=None):
+        """The source as a DataFrame. Text formats (csv, json) are parsed with ``schema`` (the
+        table's Spark schema) in ``FAILFAST`` mode unless ``read_options`` say otherwise: a
+        malformed line fails the job before anything is committed, where Spark's default
+        (``PERMISSIVE``) would turn it into nulls and shifted values."""
         given = [x for x in (self.path, self.spark_table, self.sql) if x]
         if len(given) != 1:
             raise InvalidArgumentError("give exactly one source: a path, a Spark table or a SQL query")
         if self.path:
             reader = spark.read.format(self.format)
+            if self.format in TEXT_FORMATS:
+                reader = reader.option("mode", "FAILFAST")
             if self.format == "csv":
-                reader = reader.option("header", "true").option("inferSchema", "true")
+                reader = reader.option("header", "true")
+                if schema is not None:  # the header's columns, in its order, with the table's types
+                    schema = _csv_schema(spark.read.option("header", "true").csv(self.path).columns, schema)
+                else:
+                    reader = reader.option("inferSchema", "true")
+            if self.format in TEXT_FORMATS and schema is not None:
+                reader = reader.schema(schema)
             for key, value in (self.read_options or {}).items():
                 reader = reader.option(key, value)
             return reader.load(self.path)
         if self.spark_table:
             return spark.table(self.spark_table)
         return spark.sql(self.sql)
+
+
+def _csv_schema(header: Sequence[str], table_schema):
+    """A Spark schema for a CSV file with ``header``: each column with its type in
+    ``table_schema``, columns the table does not have as strings (they are dropped later)."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    types = {f.name: f.dataType for f in table_schema.fields}
+    return StructType([StructField(name, types.get(name, StringType()), True) for name in header])
 
 
 def _with_buckets(location: TableLocation):
@@ -107,7 +130,8 @@ def _writer_task(location: TableLocation, overwrite: bool, row_kind_column: str 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         messages = write_batches(location.open(), batches, row_kind_column=row_kind_column, drop=[BUCKET_COLUMN],
                                  overwrite=overwrite)
-        yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(messages)]}, schema=pa.schema([("payload", pa.binary())]))
+        yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(messages)], "executor": [executor_identity()]},
+                                         schema=pa.schema([("payload", pa.binary()), ("executor", pa.string())]))
 
     return write
 
@@ -131,7 +155,13 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
     if existing is not None:
         return JobResult(job="write", table=location.identifier, snapshot_id=existing.id, duration_s=watch.elapsed,
                          metrics={"already_committed": True})
-    df = source.dataframe(spark) if isinstance(source, WriteSource) else source
+    if isinstance(source, WriteSource):
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        extra = [pa.field(row_kind_column, pa.string())] if row_kind_column else []
+        df = source.dataframe(spark, from_arrow_schema(pa.schema([*table.arrow_schema, *extra])))
+    else:
+        df = source
     names = set(df.columns)
     for field in table.arrow_schema:
         if field.name not in names:
@@ -144,12 +174,15 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
     bucketed = StructType([*df.schema.fields, StructField(BUCKET_COLUMN, IntegerType(), False)])
     with_buckets = df.mapInArrow(_with_buckets(location), bucketed)
     partitions = list(table.partition_keys)
-    slots = parallelism or int(spark.conf.get("spark.sql.shuffle.partitions"))
+
+    def by(*columns: str):  # without ``parallelism`` adaptive execution sizes the writer tasks
+        return with_buckets.repartition(parallelism, *columns) if parallelism else with_buckets.repartition(*columns)
+
     if table.primary_keys and table.options.bucket == -1:
         cross = not set(partitions) <= set(table.primary_keys)
-        shuffled = with_buckets.coalesce(1) if cross or not partitions else with_buckets.repartition(slots, *partitions)
+        shuffled = with_buckets.coalesce(1) if cross or not partitions else by(*partitions)
     else:
-        shuffled = with_buckets.repartition(slots, *partitions, BUCKET_COLUMN)
+        shuffled = by(*partitions, BUCKET_COLUMN)
     payloads = shuffled.mapInArrow(_writer_task(location, overwrite is not None, row_kind_column),
                                    PAYLOAD_SCHEMA).collect()
     messages = [m for row in payloads for m in pickle.loads(row.payload)]
@@ -166,7 +199,7 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
     result = after_batch_write(table, result)  # tag.automatic-creation=batch, as Paimon's Spark writes do
     files = [f for m in messages for f in m.new_files]
     return JobResult(job="write", table=location.identifier, snapshot_id=result.snapshot_id,
-                     duration_s=watch.elapsed,
+                     duration_s=watch.elapsed, executors=len({row.executor for row in payloads}),
                      metrics={"rows_written": sum(f.row_count for f in files), "files_written": len(files),
                               "bytes_written": sum(f.file_size for f in files), "tasks": len(payloads),
                               "buckets": len({(m.partition, m.bucket) for m in messages}),

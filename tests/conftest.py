@@ -30,6 +30,20 @@ def spark() -> Iterator[object]:
     yield session
     session.stop()
 
+
+
+@pytest.fixture(scope="session")
+def spark_cluster() -> Iterator[object]:
+    """A Spark standalone master and two 1-core workers on 127.0.0.1 (tests/spark/cluster.py), one
+    per test run, started on first use."""
+    from tests.spark.cluster import StandaloneCluster
+
+    cluster = StandaloneCluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
 # -- S3: moto's server on 127.0.0.1, requests serialized (tests/s3server.py) ---------------------
 
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..maintenance.context import TableOps
 from ..meta.manifest import DataFileMeta
 from ..read.scan import Split, SplitReader
 from . import AppendCompactionOptions, pick_bucketed_full, pick_bucketed_minor, sequence_order
@@ -20,7 +21,7 @@ from .merge_tree import BucketCompaction
 class AppendCompactor:
     """Rewrites chosen files of one append table with one reader and one writer."""
 
-    def __init__(self, table, *, reader: SplitReader | None = None, writer=None) -> None:
+    def __init__(self, table: TableOps, *, reader: SplitReader | None = None, writer=None) -> None:
         self._table = table
         self._reader = reader if reader is not None else table.split_reader()
         self._writer = writer if writer is not None else table.new_write()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import CommitOutcomeUnknownError, SchemaError
+from ..maintenance.context import TableOps
 from ..meta.snapshots import CommitKind
 from ..predicate import Predicate, col
 from ..read.scan import Split
@@ -63,7 +64,7 @@ def _partition_filter(specs: Sequence[Mapping[str, object]] | None) -> Predicate
     return predicate
 
 
-def _start(table, partitions, buckets, commit_user, commit_identifier):
+def _start(table: TableOps, partitions, buckets, commit_user, commit_identifier):
     """Validate the request; returns ``(committer, identifier, splits, early result or None)``.
 
     The early result is the existing snapshot when this commit identity already committed
@@ -76,7 +77,7 @@ def _start(table, partitions, buckets, commit_user, commit_identifier):
     existing = committer.already_committed(identifier)
     if existing is not None:
         return committer, identifier, [], CompactionResult(snapshot_id=existing.id, already_committed=True)
-    snapshot = table.latest_snapshot()
+    snapshot = table.snapshot_manager.latest()
     if snapshot is None:
         return committer, identifier, [], CompactionResult(snapshot_id=None)
     wanted = set(buckets) if buckets is not None else None
@@ -107,7 +108,7 @@ class CompactionPlan:
     done: CompactionResult | None = None
 
 
-def plan_compaction(table, *, full: bool, partitions: Sequence[Mapping[str, object]] | None = None,
+def plan_compaction(table: TableOps, *, full: bool, partitions: Sequence[Mapping[str, object]] | None = None,
                     buckets: Iterable[int] | None = None, commit_user: str | None = None,
                     commit_identifier: int | None = None) -> CompactionPlan:
     """Plan a compaction of the chosen partitions and buckets (default: all) of the latest snapshot."""
@@ -135,7 +136,7 @@ def plan_compaction(table, *, full: bool, partitions: Sequence[Mapping[str, obje
     return CompactionPlan(commit_user=committer.commit_user, commit_identifier=identifier, tasks=tuple(tasks))
 
 
-def run_compaction_task(table, task: CompactionTask) -> CommitMessage | None:
+def run_compaction_task(table: TableOps, task: CompactionTask) -> CommitMessage | None:
     """Compact one task's files; returns its commit message (None: nothing to do). Commits nothing."""
     split = task.split
     if not table.primary_keys:
@@ -171,7 +172,7 @@ def run_compaction_task(table, task: CompactionTask) -> CommitMessage | None:
                          new_index_files=added, deleted_index_files=deleted)
 
 
-def commit_compaction(table, plan: CompactionPlan, messages: Iterable[CommitMessage | None]) -> CompactionResult:
+def commit_compaction(table: TableOps, plan: CompactionPlan, messages: Iterable[CommitMessage | None]) -> CompactionResult:
     """Commit the messages of a plan's tasks as one COMPACT snapshot (nothing when all are None)."""
     written = [m for m in messages if m is not None]
     if not written:
@@ -182,7 +183,7 @@ def commit_compaction(table, plan: CompactionPlan, messages: Iterable[CommitMess
                               output_level)
 
 
-def _compact(table, *, full: bool, partitions, buckets, commit_user, commit_identifier) -> CompactionResult:
+def _compact(table: TableOps, *, full: bool, partitions, buckets, commit_user, commit_identifier) -> CompactionResult:
     plan = plan_compaction(table, full=full, partitions=partitions, buckets=buckets, commit_user=commit_user,
                            commit_identifier=commit_identifier)
     if plan.done is not None:
@@ -192,7 +193,7 @@ def _compact(table, *, full: bool, partitions, buckets, commit_user, commit_iden
     return commit_compaction(table, plan, messages)
 
 
-def full_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None = None,
+def full_compaction(table: TableOps, *, partitions: Sequence[Mapping[str, object]] | None = None,
                     buckets: Iterable[int] | None = None, commit_user: str | None = None,
                     commit_identifier: int | None = None) -> CompactionResult:
     """Compact the chosen partitions and buckets (default: all) of the latest snapshot: each bucket
@@ -201,7 +202,7 @@ def full_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None 
                     commit_identifier=commit_identifier)
 
 
-def _commit_compaction(table, committer, messages: list[CommitMessage], identifier: int,
+def _commit_compaction(table: TableOps, committer, messages: list[CommitMessage], identifier: int,
                        output_level: int | None) -> CompactionResult:
     try:
         result = committer.commit(messages, commit_identifier=identifier, kind=CommitKind.COMPACT)
@@ -229,7 +230,7 @@ def replace_files(message: CommitMessage, keep: set[str]) -> CommitMessage:
     return replace(message, new_files=tuple(f for f in message.new_files if f.file_name not in keep))
 
 
-def minor_compaction(table, *, partitions: Sequence[Mapping[str, object]] | None = None,
+def minor_compaction(table: TableOps, *, partitions: Sequence[Mapping[str, object]] | None = None,
                      buckets: Iterable[int] | None = None, commit_user: str | None = None,
                      commit_identifier: int | None = None) -> CompactionResult:
     """Paimon's universal compaction, once, for every chosen bucket of a primary-key table.

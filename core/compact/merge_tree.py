@@ -49,6 +49,7 @@ from pyroaring import BitMap
 from ..data import data_file as df
 from ..data.binary_row import deserialize_row
 from ..data.keys import last_per_key, lookup_candidates, merge_order
+from ..maintenance.context import TableOps
 from ..merge.changes import ADD_KINDS, rows_equal
 from ..meta.manifest import DataFileMeta
 from ..options.registry import ChangelogProducer, MergeEngine
@@ -101,7 +102,7 @@ class _KeyStates:
 class BucketCompactor:
     """Compacts the buckets of one table with one reader and one writer."""
 
-    def __init__(self, table, *, reader: SplitReader | None = None, writer=None) -> None:
+    def __init__(self, table: TableOps, *, reader: SplitReader | None = None, writer=None) -> None:
         self._table = table
         self._options = table.options
         self._reader = reader if reader is not None else table.split_reader()
@@ -281,7 +282,7 @@ class BucketCompactor:
         if parts:
             table = pa.concat_tables(parts).combine_chunks()
         else:
-            table = _with_system(self._reader.output_schema(self._columns).empty_table())
+            table = df.with_system_columns(self._reader.output_schema(self._columns).empty_table())
         if table.num_rows == 0:
             empty, nothing = np.zeros(0, np.int64), np.zeros(0, bool)
             return _KeyStates(rows=table, merged=table.select([*self._value_names, *system]), merged_of=empty,
@@ -462,11 +463,6 @@ def _key_changes(states: _KeyStates, values: Sequence[str], *, full: bool, first
                         np.concatenate([old, new])))
     table = table.take(pa.array(order))
     return table.select(values), kinds[order], table.column(df.SEQUENCE_NUMBER).to_numpy()
-
-
-def _with_system(table: pa.Table) -> pa.Table:
-    return table.append_column(df.SEQUENCE_NUMBER, pa.array([], pa.int64())).append_column(
-        df.VALUE_KIND, pa.array([], pa.int8()))
 
 
 def _may_hold_retractions(f: DataFileMeta) -> bool:

@@ -246,3 +246,12 @@ def decode_file(data_or_stream: object, file_format: str, columns: Sequence[str]
 def row_kind_counts(kinds: np.ndarray) -> int:
     """Number of retract rows (-U, -D): Paimon's ``deleteRowCount``."""
     return int(np.count_nonzero((kinds == ROW_KIND_UPDATE_BEFORE) | (kinds == ROW_KIND_DELETE)))
+
+
+def with_system_columns(table: pa.Table, sequence: np.ndarray | None = None, kinds: np.ndarray | None = None) -> pa.Table:
+    """``table`` with the sequence-number and row-kind columns a data file stores after the
+    values (of an empty ``table``: empty columns)."""
+    sequence = np.empty(0, np.int64) if sequence is None else sequence
+    kinds = np.empty(0, np.int8) if kinds is None else kinds
+    table = table.append_column(SEQUENCE_NUMBER, pa.array(sequence, pa.int64()))
+    return table.append_column(VALUE_KIND, pa.array(kinds, pa.int8()))

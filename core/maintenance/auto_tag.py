@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..errors import TagNotFoundError
+from ..meta.context import TableMeta
 from ..options.tagging import AutoTagSettings, TagPeriod
 
 _log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class AutoTagResult:
                 "freed_files": self.freed_files}
 
 
-def _tag_names(table) -> list[str]:
+def _tag_names(table: TableMeta) -> list[str]:
     """Tag names from a directory listing (no tag file is read)."""
     names = []
     for status in table.file_io.list_dir(table.tag_manager.directory):
@@ -64,7 +65,7 @@ def _tag_names(table) -> list[str]:
     return names
 
 
-def _auto_tags(table, period: TagPeriod) -> dict[str, datetime]:
+def _auto_tags(table: TableMeta, period: TagPeriod) -> dict[str, datetime]:
     found = {}
     for name in _tag_names(table):
         start = period.start_of(name)
@@ -73,7 +74,7 @@ def _auto_tags(table, period: TagPeriod) -> dict[str, datetime]:
     return found
 
 
-def create_auto_tags(table, *, clock: Callable[[], float] = time.time) -> AutoTagResult:
+def create_auto_tags(table: TableMeta, *, clock: Callable[[], float] = time.time) -> AutoTagResult:
     """Run Paimon's automatic tag creation once (modes ``process-time`` and ``watermark``; other
     modes do nothing). Idempotent: a second run right after creates nothing."""
     from .tags import Tags
@@ -141,7 +142,7 @@ def _trim(tags, names: list[str], keep: int) -> tuple[list[tuple[str, int]], int
     return deleted, freed
 
 
-def create_batch_tag(table, *, clock: Callable[[], float] = time.time) -> AutoTagResult:
+def create_batch_tag(table: TableMeta, *, clock: Callable[[], float] = time.time) -> AutoTagResult:
     """Paimon's batch-mode tag: (re)create ``batch-write-<yyyy-MM-dd>`` of the latest snapshot's
     commit day in ``sink.process-time-zone`` (or ``tag.batch.customized-name``) on the latest
     snapshot, then delete the oldest tags beyond ``tag.num-retained-max``, counting every tag
@@ -168,7 +169,7 @@ def create_batch_tag(table, *, clock: Callable[[], float] = time.time) -> AutoTa
     return AutoTagResult(created=((name, latest.id),), deleted=tuple(deleted), freed_files=freed)
 
 
-def run_auto_tag(table, *, clock: Callable[[], float] = time.time) -> AutoTagResult:
+def run_auto_tag(table: TableMeta, *, clock: Callable[[], float] = time.time) -> AutoTagResult:
     """On demand (Paimon's ``trigger_tag_automatic_creation``): the table's mode decides;
     ``process-time``/``watermark`` create the tags due, ``batch`` (re)creates the batch tag,
     ``none`` does nothing. Creates no snapshot."""

@@ -25,6 +25,7 @@ import builtins  # BranchManager.list shadows the builtin inside the class
 import contextlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from ..errors import (
     BranchAlreadyExistsError,
@@ -37,12 +38,14 @@ from ..errors import (
 )
 from ..faults import crash_point
 from ..fs import join
+from ..meta.context import TableMeta
 from ..meta.layout import MAIN_BRANCH, branch_root
 from ..meta.references import walk_files
 from ..meta.schema_manager import SchemaManager, existing_branches
 from ..meta.snapshots import Snapshot, SnapshotManager
 from ..meta.tags import TagManager
 from ..names import validate_name
+from .tags import Tags
 
 
 def validate_branch_name(name: object) -> str:
@@ -55,7 +58,7 @@ def validate_branch_name(name: object) -> str:
     return name
 
 
-def open_branch(table, branch: str):
+def open_branch(table: TableMeta, branch: str):
     """``table`` seen through ``branch``; raises BranchNotFoundError if the branch does not exist."""
     branch = validate_name("branch", branch)
     if branch == table.branch:
@@ -66,7 +69,8 @@ def open_branch(table, branch: str):
     base = table.identifier.split("$", 1)[0]
     identifier = base if branch == MAIN_BRANCH else f"{base}$branch_{branch}"
     # the same class as ``table`` (the public face, which this layer does not import)
-    return type(table)(file_io=table.file_io, path=table.path, identifier=identifier, schema=schema, branch=branch)
+    face: Any = type(table)
+    return face(file_io=table.file_io, path=table.path, identifier=identifier, schema=schema, branch=branch)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,7 +100,7 @@ class FastForward:
 class BranchManager:
     """The branches of one table (the object works from any branch of it)."""
 
-    def __init__(self, table) -> None:
+    def __init__(self, table: TableMeta) -> None:
         self._table = table
         self._io = table.file_io
         self._path = table.path
@@ -138,8 +142,8 @@ class BranchManager:
         completes an interrupted creation and is otherwise a no-op; from a different source it
         raises BranchAlreadyExistsError (unless ``ignore_if_exists``)."""
         name = validate_branch_name(name)
-        source = self._table.switch_to_branch(MAIN_BRANCH) if self._table.branch != MAIN_BRANCH else self._table
-        tagged = source.tags.get(tag) if tag is not None else None
+        source = open_branch(self._table, MAIN_BRANCH)
+        tagged = Tags(source).get(tag) if tag is not None else None
         if self.exists(name) and not self._same_source(name, tagged):
             if ignore_if_exists:
                 return open_branch(self._table, name)

@@ -30,6 +30,7 @@ from ..errors import FileNotFoundStorageError, InvalidArgumentError
 from ..faults import crash_point
 from ..fs import join
 from ..meta.changelogs import ChangelogManager
+from ..meta.context import TableMeta
 from ..meta.manifest import FileKind
 from ..meta.references import (
     changelog_files,
@@ -61,7 +62,7 @@ class ChangelogExpiry:
                 "dry_run": self.dry_run}
 
 
-def expire_changelogs(table, *, retain_min: int | None = None, retain_max: int | None = None,
+def expire_changelogs(table: TableMeta, *, retain_min: int | None = None, retain_max: int | None = None,
                       older_than_millis: int | None = None, max_deletes: int | None = None,
                       delete_all: bool = False, dry_run: bool = False,
                       clock: Callable[[], float] = time.time) -> ChangelogExpiry:
@@ -132,7 +133,7 @@ def expire_changelogs(table, *, retain_min: int | None = None, retain_max: int |
     return ChangelogExpiry(**plan)
 
 
-def _plan(table, manager: ChangelogManager, earliest: int, end: int) -> dict:
+def _plan(table: TableMeta, manager: ChangelogManager, earliest: int, end: int) -> dict:
     mio = table.manifest_io
     path_of = entry_path_resolver(table)
     keepers: list[tuple[str | None, Snapshot]] = [(None, s) for s in (table.snapshot_manager.earliest(),) if s]

@@ -60,6 +60,7 @@ from ..errors import (
 )
 from ..faults import crash_point
 from ..fs import join
+from ..meta.context import TableMeta
 from ..meta.manifest import FileKind
 from ..meta.references import (
     Needed,
@@ -112,7 +113,7 @@ class ExpireResult:
                 "deleted_files": self.deleted_files, "expired_changelogs": self.expired_changelogs}
 
 
-def expire_range(table, *, retain_min: int, retain_max: int, time_retained_millis: int, max_deletes: int,
+def expire_range(table: TableMeta, *, retain_min: int, retain_max: int, time_retained_millis: int, max_deletes: int,
                  now_millis: int) -> tuple[int | None, int | None]:
     """``(earliest, end)``: snapshots ``earliest <= id < end`` expire (``end`` None: nothing)."""
     manager = table.snapshot_manager
@@ -149,7 +150,7 @@ class _TagVanished(Exception):
 _PLAN_ATTEMPTS = 10
 
 
-def plan_expiry(table, earliest: int, end: int, *, decoupled: bool = False) -> ExpirePlan:
+def plan_expiry(table: TableMeta, earliest: int, end: int, *, decoupled: bool = False) -> ExpirePlan:
     """The files an expiry of ``[earliest, end)`` deletes. ``decoupled``: the changelog outlives
     the snapshots, so what the changes need stays (changelog files and changelog manifests with a
     changelog producer; APPEND data files and data manifests without one).
@@ -165,7 +166,7 @@ def plan_expiry(table, earliest: int, end: int, *, decoupled: bool = False) -> E
                                    f"{_PLAN_ATTEMPTS} times; nothing was deleted, retry")
 
 
-def _plan_expiry_once(table, earliest: int, end: int, *, decoupled: bool) -> ExpirePlan:
+def _plan_expiry_once(table: TableMeta, earliest: int, end: int, *, decoupled: bool) -> ExpirePlan:
     manager, mio = table.snapshot_manager, table.manifest_io
     listed = table.tag_manager.list_tags()
     names = {id(t): n for n, t in listed.items()}
@@ -231,7 +232,7 @@ def _plan_expiry_once(table, earliest: int, end: int, *, decoupled: bool) -> Exp
                       to_changelog=snapshot_ids if decoupled else ())
 
 
-def expire_snapshots(table, *, retain_min: int | None = None, retain_max: int | None = None,
+def expire_snapshots(table: TableMeta, *, retain_min: int | None = None, retain_max: int | None = None,
                      older_than_millis: int | None = None, max_deletes: int | None = None,
                      dry_run: bool = False, clock: Callable[[], float] = time.time,
                      progress: Callable[[int, int], None] | None = None) -> ExpireResult:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from ..errors import FileNotFoundStorageError, InvalidArgumentError, OrphanCleanAbortedError, PaimonflowError
 from ..faults import crash_point
 from ..fs import join
+from ..meta.context import TableMeta
 from ..meta.references import files_needed_by
 
 _PROTECTED_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog", "branch")
@@ -41,7 +42,7 @@ class OrphanPlan:
                 "scanned_files": self.scanned_files, "dry_run": self.dry_run}
 
 
-def referenced_files(table) -> set[str]:
+def referenced_files(table: TableMeta) -> set[str]:
     """Absolute paths of every file a snapshot or tag of any branch of ``table`` references."""
     from .branches import BranchManager, open_branch
 
@@ -55,7 +56,7 @@ def referenced_files(table) -> set[str]:
     return out
 
 
-def _check_branch_directories(table) -> None:
+def _check_branch_directories(table: TableMeta) -> None:
     """A branch directory with snapshots or tags but no schema cannot be read: abort (Paimon does too)."""
     from ..meta.layout import BRANCH_DIR, BRANCH_PREFIX
 
@@ -95,7 +96,7 @@ def check_window(older_than_millis: int, min_older_than_millis: int = 0) -> None
                                    "yet could be deleted")
 
 
-def scan_roots(table) -> list[tuple[str, bool]]:
+def scan_roots(table: TableMeta) -> list[tuple[str, bool]]:
     """The table's top-level directories to scan, each with whether it holds metadata (snapshots,
     schemas, tags...: there only leftover temp files are candidates)."""
     out = []
@@ -125,7 +126,7 @@ def find_orphans(file_io, directory: str, *, metadata_dir: bool, keep: Set[str],
     return scanned, found
 
 
-def remove_orphan_files(table, *, older_than_millis: int = DEFAULT_OLDER_THAN_MILLIS, dry_run: bool = False,
+def remove_orphan_files(table: TableMeta, *, older_than_millis: int = DEFAULT_OLDER_THAN_MILLIS, dry_run: bool = False,
                         clock: Callable[[], float] = time.time, min_older_than_millis: int = 0) -> OrphanPlan:
     """Delete (or with ``dry_run`` only list) unreferenced files older than ``older_than_millis``.
 

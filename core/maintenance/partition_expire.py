@@ -21,6 +21,7 @@ from datetime import datetime
 from ..data.binary_row import deserialize_row
 from ..errors import InvalidOptionError
 from ..options.parse import parse_duration_millis
+from .context import TableOps
 
 _JAVA_TOKENS = [("yyyy", "%Y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"), ("ss", "%S")]
 
@@ -63,7 +64,7 @@ def _partition_time(values: Mapping[str, object], pattern: str | None, formats: 
     return None
 
 
-def expire_partitions(table, *, expiration_millis: int | None = None, dry_run: bool = False,
+def expire_partitions(table: TableOps, *, expiration_millis: int | None = None, dry_run: bool = False,
                       clock: Callable[[], float] = time.time, commit_user: str | None = None) -> PartitionExpiry:
     options = table.schema.options
     if not table.partition_keys:
@@ -80,7 +81,7 @@ def expire_partitions(table, *, expiration_millis: int | None = None, dry_run: b
     formats = [java_to_strptime(formatter)] if formatter else ["%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M"]
     pattern = options.get("partition.timestamp-pattern")
     cutoff_millis = clock() * 1000 - expiration_millis
-    latest = table.latest_snapshot()
+    latest = table.snapshot_manager.latest()
     if latest is None:
         return PartitionExpiry(expired=(), dry_run=dry_run)
     types = [table.arrow_schema.field(k).type for k in table.partition_keys]

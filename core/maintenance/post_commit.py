@@ -42,6 +42,7 @@ from ..options.registry import (
     TAG_TIME_EXPIRE_ENABLED,
     option_value,
 )
+from .context import TableOps
 
 _log = logging.getLogger(__name__)
 
@@ -71,11 +72,13 @@ class MaintenanceReport:
                 for k, value in out.items()}
 
 
-def maintain(table, *, clock: Callable[[], float] = time.time) -> MaintenanceReport:
+def maintain(table: TableOps, *, clock: Callable[[], float] = time.time) -> MaintenanceReport:
     """Run the maintenance Paimon runs after a commit, once, on ``table`` (whatever
     ``write-only`` says; the commit hook checks that). ``clock`` gives the current time in
     seconds. Each step is idempotent; errors propagate (the commit hook catches them)."""
     from .auto_tag import create_auto_tags
+    from .expire import expire_snapshots
+    from .partition_expire import expire_partitions
 
     options = table.schema.options
     token = _running.set(True)
@@ -90,14 +93,14 @@ def maintain(table, *, clock: Callable[[], float] = time.time) -> MaintenanceRep
         skipped = False
         if "partition.expiration-time" in options and table.partition_keys:
             if _partition_check_due(table, option_value(PARTITION_EXPIRATION_CHECK_INTERVAL, options), clock()):
-                partitions = table.expire_partitions(clock=clock).expired
+                partitions = expire_partitions(table, clock=clock).expired
             else:
                 skipped = True
         consumers: list[str] = []
         consumer_ttl = option_value(CONSUMER_EXPIRATION_TIME, options)
         if consumer_ttl is not None:
             consumers = table.consumer_manager.expire(consumer_ttl, int(clock() * 1000))
-        snapshots = table.expire_snapshots(clock=clock).expired_snapshots
+        snapshots = expire_snapshots(table, clock=clock).expired_snapshots
     finally:
         _running.reset(token)
     return MaintenanceReport(tags_created=tuple(n for n, _ in auto.created),
@@ -106,7 +109,7 @@ def maintain(table, *, clock: Callable[[], float] = time.time) -> MaintenanceRep
                              consumers_expired=tuple(consumers), snapshots_expired=snapshots)
 
 
-def _partition_check_due(table, interval_millis: int, now: float) -> bool:
+def _partition_check_due(table: TableOps, interval_millis: int, now: float) -> bool:
     """Paimon's partition expiry checks once per interval of a writer's life, never at its
     start: a process's first commit to a table starts the interval (Java starts it a random part
     of an interval in the past, so one-shot batch writes never check either)."""
@@ -121,7 +124,7 @@ def _partition_check_due(table, interval_millis: int, now: float) -> bool:
         return True
 
 
-def maintain_after_commit(table, *, clock: Callable[[], float] = time.time) -> MaintenanceReport | None:
+def maintain_after_commit(table: TableOps, *, clock: Callable[[], float] = time.time) -> MaintenanceReport | None:
     """The commit hook: :func:`maintain` unless the table is ``write-only`` (and no dedicated
     compaction forces it) or maintenance is already running (its own commits). None if skipped."""
     if _running.get() or (table.options.write_only and not _forced.get()):
@@ -142,7 +145,7 @@ def forced_maintenance() -> Iterator[None]:
         _forced.reset(token)
 
 
-def after_batch_write(table, result, *, clock: Callable[[], float] = time.time):
+def after_batch_write(table: TableOps, result, *, clock: Callable[[], float] = time.time):
     """After ``Table.write`` committed a snapshot: with ``tag.automatic-creation=batch`` create
     the batch tag (:func:`~paimonflow.core.maintenance.auto_tag.create_batch_tag`). Returns ``result``, with
     a note added if that failed (the write itself is committed either way)."""

@@ -16,6 +16,7 @@ from ..errors import (
     SnapshotNotFoundError,
 )
 from ..meta.changelogs import ChangelogManager
+from ..meta.context import TableMeta
 from ..meta.manifest import FileKind
 from ..meta.references import (
     entry_path_resolver,
@@ -37,7 +38,7 @@ class Rollback:
     deleted_files: int
 
 
-def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
+def rollback(table: TableMeta, *, snapshot_id: int | None = None, tag: str | None = None,
              timestamp_millis: int | None = None) -> Rollback:
     """Roll the table back to a snapshot, a tag or the last snapshot at or before a time.
 
@@ -50,6 +51,7 @@ def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
     given = sum(x is not None for x in (snapshot_id, tag, timestamp_millis))
     if given != 1:
         raise InvalidArgumentError("give exactly one of snapshot_id, tag and timestamp_millis")
+    target: Snapshot | None
     if tag is not None:
         target = Tags(table).get(tag)
     elif timestamp_millis is not None:
@@ -80,7 +82,7 @@ def rollback(table, *, snapshot_id: int | None = None, tag: str | None = None,
     return done
 
 
-def _rollback_to(table, target: Snapshot) -> Rollback:
+def _rollback_to(table: TableMeta, target: Snapshot) -> Rollback:
     manager = table.snapshot_manager
     later = [sid for sid in manager.list_ids() if sid > target.id]
     tags = Tags(table)

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from ..errors import CorruptMetadataError
 from ..fs import join
+from .context import TableOps
 
 
 def _column_stats(column: pa.ChunkedArray, col_id: int) -> dict:
@@ -35,9 +36,9 @@ def _column_stats(column: pa.ChunkedArray, col_id: int) -> dict:
     return out
 
 
-def analyze(table, columns: Sequence[str] | None = None, *, commit_user: str | None = None):
+def analyze(table: TableOps, columns: Sequence[str] | None = None, *, commit_user: str | None = None):
     """Compute the statistics of the latest snapshot and commit them as an ANALYZE snapshot."""
-    latest = table.latest_snapshot()
+    latest = table.snapshot_manager.latest()
     if latest is None:
         return None
     reader = table.split_reader()  # the table's columns (the schemaId recorded), not the snapshot's own
@@ -53,9 +54,9 @@ def analyze(table, columns: Sequence[str] | None = None, *, commit_user: str | N
     return table.new_commit(commit_user).commit_statistics(name)
 
 
-def read_statistics(table, snapshot=None) -> dict | None:
+def read_statistics(table: TableOps, snapshot=None) -> dict | None:
     """The statistics JSON the snapshot (default: latest) carries, or None."""
-    snapshot = snapshot or table.latest_snapshot()
+    snapshot = snapshot or table.snapshot_manager.latest()
     if snapshot is None or not snapshot.statistics:
         return None
     path = join(table.path, "statistics", snapshot.statistics)

@@ -34,6 +34,7 @@ from ..errors import (
 )
 from ..faults import crash_point
 from ..meta.changelogs import ChangelogManager
+from ..meta.context import TableMeta
 from ..meta.references import (
     changelog_files,
     entry_path_resolver,
@@ -79,7 +80,7 @@ def _from_java_local_datetime(value) -> datetime | None:
 class Tags:
     """Tag operations on one table (``table.tags``)."""
 
-    def __init__(self, table, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, table: TableMeta, clock: Callable[[], float] = time.time) -> None:
         self._table, self._clock = table, clock
         self._manager = table.tag_manager
 

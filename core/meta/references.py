@@ -30,6 +30,7 @@ from ..errors import (
 )
 from ..fs import join
 from .changelogs import ChangelogManager
+from .context import TableMeta
 from .layout import MAIN_BRANCH, bucket_directory
 from .manifest import FileKind
 from .schema_manager import existing_branches
@@ -37,7 +38,7 @@ from .snapshots import Snapshot, SnapshotManager
 from .tags import TagManager
 
 
-def manifest_files(table, names: Iterable[str | None]) -> list[str]:
+def manifest_files(table: TableMeta, names: Iterable[str | None]) -> list[str]:
     """The manifest lists ``names`` and every manifest they list (absolute paths; gone ones skipped)."""
     mio = table.manifest_io
     out = []
@@ -50,7 +51,7 @@ def manifest_files(table, names: Iterable[str | None]) -> list[str]:
     return out
 
 
-def changelog_files(table, changelog: Snapshot) -> set[str]:
+def changelog_files(table: TableMeta, changelog: Snapshot) -> set[str]:
     """What a long-lived changelog keeps alive (absolute paths): its changelog manifests and
     changelog files, or for producer ``none`` its data manifests and the APPEND files its delta
     added. Files already gone are skipped (orphan removal must not abort over them)."""
@@ -68,12 +69,12 @@ def changelog_files(table, changelog: Snapshot) -> set[str]:
     return out
 
 
-def has_producer(table) -> bool:
+def has_producer(table: TableMeta) -> bool:
     """With a changelog producer the changelog is the changelog files; without, the delta."""
     return str(table.options.changelog_producer) != "none"
 
 
-def bucket_directory_resolver(table):
+def bucket_directory_resolver(table: TableMeta):
     """``entry -> its bucket's directory`` for manifest entries (partitions decoded once each)."""
     partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
     decoded: dict[bytes, tuple] = {}
@@ -87,7 +88,7 @@ def bucket_directory_resolver(table):
     return directory_of
 
 
-def entry_path_resolver(table):
+def entry_path_resolver(table: TableMeta):
     """``entry -> absolute path`` of manifest entries' data files (partitions decoded once each)."""
     directory_of = bucket_directory_resolver(table)
 
@@ -97,7 +98,7 @@ def entry_path_resolver(table):
     return path_of
 
 
-def restored_from_tag(table, tag: Snapshot) -> Snapshot:
+def restored_from_tag(table: TableMeta, tag: Snapshot) -> Snapshot:
     """The snapshot a tag brings back (a rollback to it, a branch created from it): without the
     tag's fields, and without its changelog unless every changelog file is still there. A tag
     does not keep its changelog (it went with the snapshot's expiry, as in Paimon), and a restored
@@ -117,7 +118,7 @@ def restored_from_tag(table, tag: Snapshot) -> Snapshot:
     return replace(plain, changelog_manifest_list=None, changelog_manifest_list_size=None, changelog_record_count=None)
 
 
-def tag_still_there(table, name: str, tag: Snapshot) -> bool:
+def tag_still_there(table: TableMeta, name: str, tag: Snapshot) -> bool:
     """Whether tag ``name`` still holds the snapshot it held when listed."""
     try:
         now = table.tag_manager.get(name)
@@ -127,7 +128,7 @@ def tag_still_there(table, name: str, tag: Snapshot) -> bool:
         tag.id, tag.base_manifest_list, tag.delta_manifest_list)
 
 
-def metadata_files(table, snapshot: Snapshot) -> Iterable[str]:
+def metadata_files(table: TableMeta, snapshot: Snapshot) -> Iterable[str]:
     """Every metadata file ``snapshot`` references: manifest lists, manifests, the index manifest
     and index files (absolute paths); files already gone are skipped."""
     mio = table.manifest_io
@@ -154,7 +155,7 @@ def metadata_files(table, snapshot: Snapshot) -> Iterable[str]:
             yield e.file.external_path or join(table.index_dir, e.file.file_name)
 
 
-def files_needed_by(table, *, strict: bool = False) -> set[str]:
+def files_needed_by(table: TableMeta, *, strict: bool = False) -> set[str]:
     """Absolute paths of every file ``table``'s branch needs: for each retained snapshot and tag,
     its manifest lists, manifests, index manifest, index files, statistics, the data files live in
     it (with their extra files) and its changelog files; for each long-lived changelog, what
@@ -228,7 +229,7 @@ class Needed:
         return file_key(entry) in self.data
 
 
-def needed_by(table, snapshot: Snapshot, *, changelog: bool = False) -> Needed:
+def needed_by(table: TableMeta, snapshot: Snapshot, *, changelog: bool = False) -> Needed:
     """What ``snapshot`` (or a tag) needs: its metadata files and the data files live in it;
     with ``changelog``, its changelog files too (skipped when already gone: a tag does not keep
     its changelog). Raises when its manifests cannot be read."""
@@ -240,7 +241,7 @@ def needed_by(table, snapshot: Snapshot, *, changelog: bool = False) -> Needed:
     return Needed(frozenset(data), frozenset(metadata_files(table, snapshot)))
 
 
-def tag_needs(table, name: str | None, tag: Snapshot, *, changelog: bool = False) -> Needed | None:
+def tag_needs(table: TableMeta, name: str | None, tag: Snapshot, *, changelog: bool = False) -> Needed | None:
     """:func:`needed_by` for a listed tag (``name``) or snapshot (``None``), or ``None`` when it
     was deleted meanwhile (with its files: it protects nothing any more). A tag still there whose
     files cannot be read raises: never plan deletions around it."""
@@ -258,7 +259,7 @@ def tag_needs(table, name: str | None, tag: Snapshot, *, changelog: bool = False
         return None
 
 
-def files_of_other_branches(table) -> Needed:
+def files_of_other_branches(table: TableMeta) -> Needed:
     """What every branch other than ``table``'s references through its snapshots and tags.
 
     Empty (and free) for a table without branches. A file referenced by any retained snapshot

@@ -344,7 +344,7 @@ class SplitReader:
         table = pa.concat_tables(parts).combine_chunks()
         value_columns = [c for c in wanted if c not in key_columns]
         if table.num_rows == 0:
-            return _with_system_columns(self.output_schema(wanted).empty_table())
+            return df.with_system_columns(self.output_schema(wanted).empty_table())
         ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
         order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
                             self._options.sequence_descending, positions_are_arrival=ordered,
@@ -356,7 +356,7 @@ class SplitReader:
         winners = order[keep].astype(np.int64)  # row numbers in the concatenated files, in key order
         result = table.take(pa.array(winners))
         if not len(winners):
-            return _with_system_columns(self.output_schema(wanted).empty_table())
+            return df.with_system_columns(self.output_schema(wanted).empty_table())
         if value_columns:
             offsets = np.cumsum([0, *(p.num_rows for p in parts)])
             by_row = np.argsort(winners, kind="stable")  # winners grouped file by file
@@ -374,8 +374,3 @@ class SplitReader:
             for name in value_columns:  # keep the field (nullability included), not just the name
                 result = result.append_column(values.schema.field(name), values.column(name))
         return result.select([*wanted, *system])
-
-
-def _with_system_columns(table: pa.Table) -> pa.Table:
-    return table.append_column(df.SEQUENCE_NUMBER, pa.array([], pa.int64())).append_column(
-        df.VALUE_KIND, pa.array([], pa.int8()))

@@ -1,20 +1,185 @@
-"""Writing one data file of a primary-key or append table: Parquet row groups streamed to storage."""
+"""Writing the data files of a table write: file names, the stored layout (key and system columns
+for primary-key tables), rolling at ``target-file-size``, each file's :class:`DataFileMeta`, and
+Parquet files streamed to storage one row group at a time."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import threading
+import time
+import uuid
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..data import data_file as df
-from ..fs import join
-from ..meta.manifest import DataFileMeta
+from ..data.binary_row import serialize_row
+from ..fs import FileIO, join
+from ..meta.layout import bucket_directory
+from ..meta.manifest import DataFileMeta, SimpleStats
+from ..meta.schema import TableSchema
+from ..options.core import CoreOptions
 from .messages import FILE_SOURCE_APPEND
 
-if TYPE_CHECKING:
-    from .table_write import TableWrite
+
+class DataFileWriter:
+    """Writes the data and changelog files of one table write (thread-safe: a pool of threads
+    writes the buckets). Files are written, never committed: only a commit makes them visible."""
+
+    def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions) -> None:
+        self.file_io, self.options = file_io, options
+        self._path, self._schema = table_path, schema
+        self.arrow_schema = schema.arrow_schema()
+        self.primary_keys = list(schema.trimmed_primary_keys)
+        self.partition_keys = list(schema.partition_keys)
+        self._is_pk = bool(schema.primary_keys)
+        self._counter, self._lock = 0, threading.Lock()
+        self._writer_id = str(uuid.uuid4())
+
+    def bucket_dir(self, partition: tuple[object, ...], bucket: int) -> str:
+        return bucket_directory(self._path, self._schema, self.options, partition, bucket)
+
+    def new_name(self, prefix: str) -> str:
+        """A file name no other writer uses: ``<prefix><writer uuid>-<n>.<format>``."""
+        with self._lock:
+            self._counter += 1
+            counter = self._counter
+        return f"{prefix}{self._writer_id}-{counter}.{df.extension(self.options.file_format)}"
+
+    def write(self, partition: tuple[object, ...], bucket: int, table: pa.Table, kinds: np.ndarray,
+              sequence: np.ndarray, *, prefix: str, level: int = 0,
+              file_source: int = FILE_SOURCE_APPEND) -> list[DataFileMeta]:
+        """Write rows (values; kinds and sequence numbers beside) as files of ``level``, rolled
+        at ``target-file-size`` by their in-memory size."""
+        return [
+            self._write_one(partition, bucket, table.slice(start, length), kinds[start:start + length],
+                            sequence[start:start + length], prefix=prefix, level=level, file_source=file_source)
+            for start, length in self._roll(table)
+        ]
+
+    def write_sorted(self, partition: tuple[object, ...], bucket: int, chunks: Iterable[pa.Table], *,
+                     prefix: str, stream: bool = True) -> list[DataFileMeta]:
+        """Write sorted chunks (values + system columns) as level-0 files. Parquet files are
+        encoded incrementally (``stream``), one row group at a time, and rolled when the encoded
+        file reaches ``target-file-size``, so memory stays at a row group plus the compressed
+        bytes; other formats and ``stream=False`` write the rows whole."""
+        names = self.arrow_schema.names
+        if not stream or self.options.file_format != "parquet":
+            held = [c for c in chunks if c.num_rows]
+            if not held:
+                return []
+            table = pa.concat_tables(held).combine_chunks()
+            return self.write(partition, bucket, table.select(names),
+                              table.column(df.VALUE_KIND).to_numpy().astype(np.int8),
+                              table.column(df.SEQUENCE_NUMBER).to_numpy(), prefix=prefix)
+        target = self.options.target_file_size_for(self._is_pk)
+        files: list[DataFileMeta] = []
+        current: ParquetStream | None = None
+        for chunk in chunks:
+            if chunk.num_rows == 0:
+                continue
+            if current is None:
+                current = ParquetStream(self, partition, bucket, prefix)
+            current.add(chunk.select(names), chunk.column(df.VALUE_KIND).to_numpy().astype(np.int8),
+                        chunk.column(df.SEQUENCE_NUMBER).to_numpy())
+            if current.size() >= target:
+                files.append(current.finish())
+                current = None
+        if current is not None:
+            files.append(current.finish())
+        return files
+
+    def physical(self, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> pa.Table:
+        """The stored layout: ``_KEY_<k>`` columns, sequence number and row kind, then the values
+        (primary-key tables); the values alone (append tables)."""
+        if not self._is_pk:
+            return table
+        key_columns = [table.column(k) for k in self.primary_keys]
+        return pa.Table.from_arrays(
+            [*key_columns, pa.array(sequence, pa.int64()), pa.array(kinds, pa.int8()), *table.columns],
+            schema=pa.schema([
+                *(pa.field(df.KEY_PREFIX + k, c.type, nullable=False)
+                  for k, c in zip(self.primary_keys, key_columns, strict=True)),
+                pa.field(df.SEQUENCE_NUMBER, pa.int64(), nullable=False),
+                pa.field(df.VALUE_KIND, pa.int8(), nullable=False),
+                *table.schema,
+            ]),
+        )
+
+    def describe(self, name: str, size: int, rows: int, ranges, first_key: list, last_key: list,
+                 min_sequence: int, max_sequence: int, deletes: int, level: int, file_source: int) -> DataFileMeta:
+        """The manifest's description of a written file, from its column ranges and key bounds."""
+        value_names = self.arrow_schema.names
+        value_types = self.arrow_schema.types
+        value_stats = self._value_stats(ranges, value_types)
+        if self._is_pk:
+            key_types = [self.arrow_schema.field(k).type for k in self.primary_keys]
+            by_name = dict(zip(value_names, ranges, strict=True))
+            key_min, key_max, key_nulls = df.stats_row([by_name[k] for k in self.primary_keys], key_types, "full")
+            key_stats = SimpleStats(min_values=key_min, max_values=key_max, null_counts=tuple(key_nulls))
+            min_key = serialize_row(first_key, key_types)
+            max_key = serialize_row(last_key, key_types)
+        else:
+            empty = serialize_row([], [])
+            key_stats = SimpleStats(min_values=empty, max_values=empty, null_counts=())
+            min_key = max_key = empty
+        return DataFileMeta(
+            file_name=name,
+            file_size=size,
+            row_count=rows,
+            min_key=min_key,
+            max_key=max_key,
+            key_stats=key_stats,
+            value_stats=value_stats,
+            min_sequence_number=min_sequence,
+            max_sequence_number=max_sequence,
+            schema_id=self._schema.id,
+            level=level,
+            extra_files=(),
+            creation_time_millis=int(time.time() * 1000),
+            delete_row_count=deletes,
+            embedded_index=None,
+            file_source=file_source,
+            value_stats_cols=() if self.options.stats_mode == "none" else None,
+            external_path=None,
+            first_row_id=None,
+            write_cols=None,
+        )
+
+    def _roll(self, table: pa.Table) -> list[tuple[int, int]]:
+        target = self.options.target_file_size_for(self._is_pk)
+        n = table.num_rows
+        if n == 0:
+            return []
+        per_row = max(table.nbytes / n, 1.0)
+        rows_per_file = max(int(target / per_row), 1)
+        return [(s, min(rows_per_file, n - s)) for s in range(0, n, rows_per_file)]
+
+    def _write_one(self, partition: tuple[object, ...], bucket: int, table: pa.Table, kinds: np.ndarray,
+                   sequence: np.ndarray, *, prefix: str, level: int, file_source: int) -> DataFileMeta:
+        options = self.options
+        name = self.new_name(prefix)
+        payload, footer = df.encode_file(self.physical(table, kinds, sequence), options.file_format,
+                                         compression=options.file_compression, zstd_level=options.zstd_level,
+                                         dictionary_hint={df.VALUE_KIND, *self.partition_keys})
+        self.file_io.write_bytes(join(self.bucket_dir(partition, bucket), name), payload)
+        if footer is not None:
+            ranges = df.ranges_from_parquet(footer, table.column_names, [f.type for f in table.schema])
+        else:
+            ranges = df.ranges_from_table(table, table.column_names)
+        first = [table.column(k)[0].as_py() for k in self.primary_keys]
+        last = [table.column(k)[-1].as_py() for k in self.primary_keys]
+        return self.describe(name, len(payload), table.num_rows, ranges, first, last,
+                             int(sequence.min()), int(sequence.max()), df.row_kind_counts(kinds), level, file_source)
+
+    def _value_stats(self, ranges, types) -> SimpleStats:
+        mode = self.options.stats_mode
+        if mode == "none":
+            empty = serialize_row([], [])
+            return SimpleStats(min_values=empty, max_values=empty, null_counts=())
+        lo, hi, nulls = df.stats_row(ranges, types, mode)
+        return SimpleStats(min_values=lo, max_values=hi, null_counts=tuple(nulls))
 
 
 class ParquetStream:
@@ -23,13 +188,13 @@ class ParquetStream:
 
     ROW_GROUP_ROWS = 131_072
 
-    def __init__(self, owner: TableWrite, partition: tuple[object, ...], bucket: int, prefix: str, *,
+    def __init__(self, owner: DataFileWriter, partition: tuple[object, ...], bucket: int, prefix: str, *,
                  level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> None:
         self._owner, self._level, self._source = owner, level, file_source
-        self.name = owner._new_name(prefix)
+        self.name = owner.new_name(prefix)
         directory = owner.bucket_dir(partition, bucket)
-        owner._file_io.mkdirs(directory)
-        fs, to_path = owner._file_io.arrow_filesystem()
+        owner.file_io.mkdirs(directory)
+        fs, to_path = owner.file_io.arrow_filesystem()
         self._sink = fs.open_output_stream(to_path(join(directory, self.name)))
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[pa.Table] = []
@@ -41,7 +206,7 @@ class ParquetStream:
         self._max_sequence: int | None = None
 
     def add(self, values: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> None:
-        keys = self._owner._pk
+        keys = self._owner.primary_keys
         if self._first_key is None:
             self._first_key = [values.column(k)[0].as_py() for k in keys]
         self._last_key = [values.column(k)[-1].as_py() for k in keys]
@@ -50,7 +215,7 @@ class ParquetStream:
         self._max_sequence = hi if self._max_sequence is None else max(hi, self._max_sequence)
         self._rows += values.num_rows
         self._deletes += df.row_kind_counts(kinds)
-        physical = self._owner._physical(values, kinds, sequence)
+        physical = self._owner.physical(values, kinds, sequence)
         self._pending.append(physical)
         self._pending_rows += values.num_rows
         self._pending_bytes += physical.nbytes
@@ -63,13 +228,13 @@ class ParquetStream:
         table = pa.concat_tables(self._pending).combine_chunks()
         self._flushed_bytes += self._pending_bytes
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
-        options = self._owner._options
+        options = self._owner.options
         if self._writer is None:
             codec = "none" if options.file_compression in ("none", "uncompressed") else options.file_compression
             self._writer = pq.ParquetWriter(
                 self._sink, table.schema, compression=codec,
                 compression_level=options.zstd_level if codec == "zstd" else None,
-                use_dictionary=df.dictionary_columns(table, {df.VALUE_KIND, *self._owner._partition_keys}),
+                use_dictionary=df.dictionary_columns(table, {df.VALUE_KIND, *self._owner.partition_keys}),
                 write_statistics=True, store_schema=True)
         self._writer.write_table(table, row_group_size=1 << 20)
 
@@ -90,12 +255,7 @@ class ParquetStream:
         self._sink.close()
         footer = self._writer.writer.metadata
         owner = self._owner
-        ranges = df.ranges_from_parquet(footer, owner._arrow_schema.names, owner._arrow_schema.types)
-        return owner._file_meta(self.name, size, self._rows, ranges, self._first_key, self._last_key,
+        ranges = df.ranges_from_parquet(footer, owner.arrow_schema.names, owner.arrow_schema.types)
+        return owner.describe(self.name, size, self._rows, ranges, self._first_key, self._last_key,
                                 self._min_sequence, self._max_sequence, self._deletes, self._level, self._source)
 
-
-def with_system_columns(table: pa.Table, sequence: np.ndarray, kinds: np.ndarray) -> pa.Table:
-    """``table`` with the sequence-number and row-kind columns a data file stores after the values."""
-    table = table.append_column(df.SEQUENCE_NUMBER, pa.array(sequence, pa.int64()))
-    return table.append_column(df.VALUE_KIND, pa.array(kinds, pa.int8()))

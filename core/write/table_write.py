@@ -9,9 +9,6 @@ those messages; files of messages that are never committed are orphans, never re
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -20,7 +17,6 @@ import numpy as np
 import pyarrow as pa
 
 from ..data import data_file as df
-from ..data.binary_row import serialize_row
 from ..data.bucket import bucket_ids, hash_codes
 from ..data.keys import last_per_key, merge_order
 from ..data.partition import group_by_partition
@@ -28,8 +24,7 @@ from ..errors import DataError, InvalidArgumentError, InvalidOptionError, Schema
 from ..fs import FileIO, join
 from ..merge import merge
 from ..meta.index_files import IndexFileMeta, write_dv_file, write_hash_file
-from ..meta.layout import bucket_directory
-from ..meta.manifest import DataFileMeta, SimpleStats
+from ..meta.manifest import DataFileMeta
 from ..meta.schema import TableSchema
 from ..options.core import CoreOptions
 from ..options.merge import merge_spec_for
@@ -38,8 +33,8 @@ from .bucket_index import DynamicBucketOptions, PartitionBucketIndex
 from .buffer import RUN_BATCH_ROWS, SpillDirectory, iter_run, iter_slices, merge_runs, remove_files, write_run
 from .conform import conform, row_kinds_of, to_arrow_table
 from .cross_partition import CrossPartitionRouter
-from .file_writer import ParquetStream, with_system_columns
-from .messages import FILE_SOURCE_APPEND, FILE_SOURCE_COMPACT, CommitMessage
+from .file_writer import DataFileWriter
+from .messages import FILE_SOURCE_COMPACT, CommitMessage
 from .start import EmptyStart, WriteStart
 
 
@@ -163,10 +158,8 @@ class TableWrite:
         self._compactor = None
         self._states: dict[tuple[tuple[object, ...], int], _BucketState] = {}
         self._next_sequence = dict(next_sequence or {})
-        self._file_counter = 0
         self._merge_spec = merge_spec_for(schema, options, keep_deletes=True) if self._is_pk else None
-        self._counter_lock = threading.Lock()  # files are written by a thread pool
-        self._writer_id = str(uuid.uuid4())
+        self._files = DataFileWriter(file_io=file_io, table_path=table_path, schema=schema, options=options)
         self._spill_dir = SpillDirectory(spill_dir)
         self.spilled_runs = 0  # observability: sorted runs spilled to local disk so far
         self.spilled_bytes = 0
@@ -340,14 +333,15 @@ class TableWrite:
             # 'input': every input row, sorted by key and sequence, unfolded (Paimon writes the
             # write buffer as it is before merging it)
             state = self._state(group.partition, group.bucket)
-            state.changelog += self._write_files(group, source.take(pa.array(order)), kinds[order], sequence[order],
+            state.changelog += self._files.write(group.partition, group.bucket, source.take(pa.array(order)),
+                                                 kinds[order], sequence[order],
                                                  prefix=self._options.changelog_file_prefix)
         if self._merge_spec is None:  # deduplicate: the newest row of each key, already found
             positions = order if last is None else order[last]
             table = source.take(pa.array(positions))
             kinds, sequence = kinds[positions], sequence[positions]
-            return with_system_columns(table, sequence, kinds)
-        ordered = with_system_columns(source.take(pa.array(order)), sequence[order], kinds[order])
+            return df.with_system_columns(table, sequence, kinds)
+        ordered = df.with_system_columns(source.take(pa.array(order)), sequence[order], kinds[order])
         return merge(ordered, self._pk, self._merge_spec, partition_columns=self._partition_keys)
 
     def _spill(self, group: _Group) -> None:
@@ -404,56 +398,26 @@ class TableWrite:
         if not self._is_pk:
             if group.kinds:
                 table, kinds, sequence = self._take_buffer(group)
-                files = self._write_files(group, table, kinds, sequence, prefix=self._options.data_file_prefix)
+                files = self._files.write(group.partition, group.bucket, table, kinds, sequence,
+                                          prefix=self._options.data_file_prefix)
                 state.new_files += files
                 state.files += files
             return
         memory = self._sorted_run(group)
         if group.spills:
-            files = self._write_stream(group, self._merge_spills(group.spills, memory))
+            files = self._files.write_sorted(group.partition, group.bucket, self._merge_spills(group.spills, memory),
+                                             prefix=self._options.data_file_prefix)
             remove_files(group.spills)
             group.spills = []
         elif memory is not None:
-            files = self._write_files(group, memory.select(self._arrow_schema.names),
-                                      memory.column(df.VALUE_KIND).to_numpy().astype(np.int8),
-                                      memory.column(df.SEQUENCE_NUMBER).to_numpy(),
-                                      prefix=self._options.data_file_prefix)
+            files = self._files.write_sorted(group.partition, group.bucket, [memory],
+                                             prefix=self._options.data_file_prefix, stream=False)
         else:
             return
         state.new_files += files
         state.files += files
         if self.compacts and self._compactor_of().sorted_runs(state.files) > self._options.num_sorted_run_stop_trigger:
             self._compact(group.partition, group.bucket, full=False)  # back-pressure: wait for compaction
-
-    def _write_stream(self, group: _Group, chunks: Iterable[pa.Table]) -> list[DataFileMeta]:
-        """Write sorted chunks (values + system columns) as level-0 files, rolled when the
-        encoded file reaches ``target-file-size``. Parquet files are encoded incrementally, one
-        row group at a time, so memory stays at a row group plus the compressed bytes."""
-        target = self._options.target_file_size_for(self._is_pk)
-        files: list[DataFileMeta] = []
-        if self._options.file_format != "parquet":
-            held = [c for c in chunks if c.num_rows]
-            if held:
-                table = pa.concat_tables(held).combine_chunks()
-                files += self._write_files(group, table.select(self._arrow_schema.names),
-                                           table.column(df.VALUE_KIND).to_numpy().astype(np.int8),
-                                           table.column(df.SEQUENCE_NUMBER).to_numpy(),
-                                           prefix=self._options.data_file_prefix)
-            return files
-        current: ParquetStream | None = None
-        for chunk in chunks:
-            if chunk.num_rows == 0:
-                continue
-            if current is None:
-                current = ParquetStream(self, group.partition, group.bucket, self._options.data_file_prefix)
-            current.add(chunk.select(self._arrow_schema.names), chunk.column(df.VALUE_KIND).to_numpy().astype(np.int8),
-                        chunk.column(df.SEQUENCE_NUMBER).to_numpy())
-            if current.size() >= target:
-                files.append(current.finish())
-                current = None
-        if current is not None:
-            files.append(current.finish())
-        return files
 
     def _compactor_of(self):
         if self._compactor is None:
@@ -528,22 +492,14 @@ class TableWrite:
                         sequence: np.ndarray, *, level: int) -> list[DataFileMeta]:
         """Write rows a compaction produced (already sorted and merged, keeping their sequence
         numbers) as files of ``level``, rolled at ``target-file-size``."""
-        return self._write_files(_Group(partition, bucket), table, kinds, sequence,
-                                 prefix=self._options.data_file_prefix, level=level, file_source=FILE_SOURCE_COMPACT)
+        return self._files.write(partition, bucket, table, kinds, sequence, prefix=self._options.data_file_prefix,
+                                 level=level, file_source=FILE_SOURCE_COMPACT)
 
     def write_changelog(self, partition: tuple[object, ...], bucket: int, table: pa.Table, kinds: np.ndarray,
                         sequence: np.ndarray) -> list[DataFileMeta]:
         """Write changelog rows a compaction produced as changelog files."""
-        return self._write_files(_Group(partition, bucket), table, kinds, sequence,
+        return self._files.write(partition, bucket, table, kinds, sequence,
                                  prefix=self._options.changelog_file_prefix, file_source=FILE_SOURCE_COMPACT)
-
-    def _write_files(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray, *,
-                     prefix: str, level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> list[DataFileMeta]:
-        return [
-            self._write_file(group, table.slice(start, length), kinds[start:start + length],
-                             sequence[start:start + length], prefix=prefix, level=level, file_source=file_source)
-            for start, length in self._roll(table)
-        ]
 
     def _sort_and_fold(self, source: pa.Table, rows: np.ndarray,
                        kinds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -561,103 +517,8 @@ class TableWrite:
         last = last_per_key(keys.select(self._pk).take(pa.array(order)), self._pk)
         return order, (None if last.all() else last)
 
-    def _roll(self, table: pa.Table) -> list[tuple[int, int]]:
-        target = self._options.target_file_size_for(self._is_pk)
-        n = table.num_rows
-        if n == 0:
-            return []
-        per_row = max(table.nbytes / n, 1.0)
-        rows_per_file = max(int(target / per_row), 1)
-        return [(s, min(rows_per_file, n - s)) for s in range(0, n, rows_per_file)]
-
-    def _new_name(self, prefix: str) -> str:
-        with self._counter_lock:
-            self._file_counter += 1
-            counter = self._file_counter
-        return f"{prefix}{self._writer_id}-{counter}.{df.extension(self._options.file_format)}"
-
-    def _physical(self, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> pa.Table:
-        """The stored layout: ``_KEY_<k>`` columns, sequence number and row kind, then the values
-        (primary-key tables); the values alone (append tables)."""
-        if not self._is_pk:
-            return table
-        key_columns = [table.column(k) for k in self._pk]
-        return pa.Table.from_arrays(
-            [*key_columns, pa.array(sequence, pa.int64()), pa.array(kinds, pa.int8()), *table.columns],
-            schema=pa.schema([
-                *(pa.field(df.KEY_PREFIX + k, c.type, nullable=False) for k, c in zip(self._pk, key_columns, strict=True)),
-                pa.field(df.SEQUENCE_NUMBER, pa.int64(), nullable=False),
-                pa.field(df.VALUE_KIND, pa.int8(), nullable=False),
-                *table.schema,
-            ]),
-        )
-
-    def _write_file(self, group: _Group, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray, *,
-                    prefix: str, level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> DataFileMeta:
-        options = self._options
-        name = self._new_name(prefix)
-        payload, footer = df.encode_file(self._physical(table, kinds, sequence), options.file_format,
-                                         compression=options.file_compression, zstd_level=options.zstd_level,
-                                         dictionary_hint={df.VALUE_KIND, *self._partition_keys})
-        self._file_io.write_bytes(join(self.bucket_dir(group.partition, group.bucket), name), payload)
-        if footer is not None:
-            ranges = df.ranges_from_parquet(footer, table.column_names, [f.type for f in table.schema])
-        else:
-            ranges = df.ranges_from_table(table, table.column_names)
-        first = [table.column(k)[0].as_py() for k in self._pk]
-        last = [table.column(k)[-1].as_py() for k in self._pk]
-        return self._file_meta(name, len(payload), table.num_rows, ranges, first, last,
-                               int(sequence.min()), int(sequence.max()), df.row_kind_counts(kinds), level, file_source)
-
-    def _file_meta(self, name: str, size: int, rows: int, ranges, first_key: list, last_key: list,
-                   min_sequence: int, max_sequence: int, deletes: int, level: int, file_source: int) -> DataFileMeta:
-        value_names = self._arrow_schema.names
-        value_types = self._arrow_schema.types
-        value_stats = self._value_stats(ranges, value_types)
-        if self._is_pk:
-            key_types = [self._arrow_schema.field(k).type for k in self._pk]
-            by_name = dict(zip(value_names, ranges, strict=True))
-            key_min, key_max, key_nulls = df.stats_row([by_name[k] for k in self._pk], key_types, "full")
-            key_stats = SimpleStats(min_values=key_min, max_values=key_max, null_counts=tuple(key_nulls))
-            min_key = serialize_row(first_key, key_types)
-            max_key = serialize_row(last_key, key_types)
-        else:
-            empty = serialize_row([], [])
-            key_stats = SimpleStats(min_values=empty, max_values=empty, null_counts=())
-            min_key = max_key = empty
-        return DataFileMeta(
-            file_name=name,
-            file_size=size,
-            row_count=rows,
-            min_key=min_key,
-            max_key=max_key,
-            key_stats=key_stats,
-            value_stats=value_stats,
-            min_sequence_number=min_sequence,
-            max_sequence_number=max_sequence,
-            schema_id=self._schema.id,
-            level=level,
-            extra_files=(),
-            creation_time_millis=int(time.time() * 1000),
-            delete_row_count=deletes,
-            embedded_index=None,
-            file_source=file_source,
-            value_stats_cols=() if self._options.stats_mode == "none" else None,
-            external_path=None,
-            first_row_id=None,
-            write_cols=None,
-        )
-
-    def _value_stats(self, ranges, types) -> SimpleStats:
-        mode = self._options.stats_mode
-        if mode == "none":
-            empty = serialize_row([], [])
-            return SimpleStats(min_values=empty, max_values=empty, null_counts=())
-        lo, hi, nulls = df.stats_row(ranges, types, mode)
-        return SimpleStats(min_values=lo, max_values=hi, null_counts=tuple(nulls))
-
     def bucket_dir(self, partition: tuple[object, ...], bucket: int) -> str:
-        return bucket_directory(self._path, self._schema, self._options, partition, bucket)
+        return self._files.bucket_dir(partition, bucket)
 
     def close(self) -> None:
         """Drop what is buffered and remove spill files (files already written stay: orphans

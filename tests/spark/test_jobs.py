@@ -15,8 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from paimonflow.core import Catalog
+from paimonflow.core.errors import SourceError
 from paimonflow.jobs.cli import app
 from paimonflow.jobs.location import TableLocation
+from paimonflow.jobs.registry import run_job
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()),
                     pa.field("dt", pa.string(), nullable=False)])
@@ -159,6 +161,40 @@ def test_bad_input_is_one_clear_line(spark, wh, tmp_path):
     assert result.exit_code == 2 and "TableNotFoundError" in result.output
     result = runner.invoke(app, ["create-tag", "-w", wh, "-t", "db.t", "--name", "../x"])
     assert result.exit_code == 2 and "InvalidNameError" in result.output
+
+
+def one_error_line(result) -> dict:
+    """The job's error: exit code 2 and, as the last line it printed, one JSON object."""
+    assert result.exit_code == 2, result.output
+    return json.loads(result.output.strip().splitlines()[-1])
+
+
+def test_bad_sources_fail_with_one_typed_line_and_commit_nothing(spark, wh, tmp_path):
+    missing = one_error_line(runner.invoke(app, ["write", "-w", wh, "-t", "db.t", "--path",
+                                                 str(tmp_path / "nope.csv"), "--format", "csv"]))
+    assert missing["error"] == "SourceError" and "nope.csv" in missing["message"]
+    malformed = tmp_path / "malformed.csv"  # Spark's default PERMISSIVE mode would commit nulls here
+    malformed.write_text("id,v,dt\n1,a,2026-11-21\nbob,20\n3,c,2026-11-21\n")
+    error = one_error_line(runner.invoke(app, ["write", "-w", wh, "-t", "db.t", "--path", str(malformed),
+                                               "--format", "csv"]))
+    assert error["error"] == "DataError" and "'bob,20'" in error["message"] and "malformed.csv" in error["message"]
+    wrong_type = tmp_path / "wrong_type.json"
+    wrong_type.write_text('{"id": "x1", "v": "a", "dt": "2026-11-21"}\n')
+    error = one_error_line(runner.invoke(app, ["write", "-w", wh, "-t", "db.t", "--path", str(wrong_type),
+                                               "--format", "json"]))
+    assert error["error"] == "DataError"
+    error = one_error_line(runner.invoke(app, ["write", "-w", wh, "-t", "db.t", "--sql", "SELECT nope FROM nowhere"]))
+    assert error["error"] == "SourceError"
+    assert Catalog(wh).get_table("db.t").latest_snapshot() is None  # nothing committed
+    with pytest.raises(SourceError):  # the Python API (operators, resources) gets the same typed error
+        run_job("write", spark, TableLocation(wh, "db.t"), {"path": str(tmp_path / "nope.csv"), "format": "csv"})
+
+
+def test_csv_columns_are_matched_by_header_name_with_the_table_types(spark, wh, tmp_path):
+    reordered = tmp_path / "reordered.csv"  # header order differs from the table's; zero-padded ids stay exact
+    reordered.write_text("dt,v,id,extra\n2026-11-21,007,7,x\n2026-11-22,010,10,y\n")
+    job("write", "-w", wh, "-t", "db.t", "--path", str(reordered), "--format", "csv")
+    assert rows(wh) == {(7, "2026-11-21"): "007", (10, "2026-11-22"): "010"}
 
 
 @pytest.mark.slow

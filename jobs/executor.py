@@ -1,0 +1,11 @@
+"""Which executor runs a task (a module of its own: tasks of every job import it, and it imports nothing)."""
+
+from __future__ import annotations
+
+import os
+
+
+def executor_identity() -> str:
+    """Called inside a task: which executor runs it. A standalone or YARN executor has its own
+    ``SPARK_EXECUTOR_DIRS``; in local mode every task runs in the driver's one executor."""
+    return os.environ.get("SPARK_EXECUTOR_DIRS") or "driver"

@@ -1,0 +1,46 @@
+"""Spark's errors as paimonflow's: a user's mistake that Spark reports (a missing input path, a
+malformed CSV line, a query it cannot analyse, a paimonflow error raised inside a task) becomes the
+typed paimonflow error with one line of message, so that the job prints one JSON line and exits 2
+instead of a JVM stack trace. Anything else stays as it is (a defect, reported in full)."""
+
+from __future__ import annotations
+
+import re
+
+from paimonflow.core import errors
+from paimonflow.core.errors import DataError, PaimonflowError, SourceError
+
+# "paimonflow.core.errors.SchemaError: column 'id' ..." as the last line of a task's traceback
+_TASK_ERROR = re.compile(r"^paimonflow\.core\.errors\.(\w+): (.*)$", re.MULTILINE)
+_CONDITION = re.compile(r"\[([A-Z_.]+)\]\s*(.*)")
+
+
+def typed_error(exc: BaseException) -> PaimonflowError | None:
+    """The paimonflow error ``exc`` stands for, or None when it is not a user's mistake we know."""
+    try:
+        from pyspark.errors import AnalysisException, PySparkException
+    except ImportError:  # pragma: no cover - the jobs need PySpark
+        return None
+    if isinstance(exc, PaimonflowError):
+        return exc
+    text = str(exc)
+    raised = _TASK_ERROR.findall(text)
+    if raised:  # a task failed with a paimonflow error: the same type, its own message
+        name, message = raised[-1]
+        cls = getattr(errors, name, None)
+        if isinstance(cls, type) and issubclass(cls, PaimonflowError):
+            return cls(message)
+    if "MALFORMED_RECORD_IN_PARSING" in text or "MALFORMED_CSV_RECORD" in text:
+        file = re.search(r"while reading file (\S+?)\.?\s", text)
+        record = re.search(r"Malformed CSV record: (.*?) SQLSTATE", text)
+        where = f" in {file.group(1)}" if file else ""
+        what = f": {record.group(1)!r}" if record else ""
+        return DataError(f"a malformed record{where}{what} (parse mode FAILFAST: the source does not match the "
+                         "table schema); nothing was committed")
+    if isinstance(exc, AnalysisException):
+        condition = _CONDITION.search(text)
+        first = (condition.group(0) if condition else text).splitlines()[0]
+        return SourceError(re.sub(r"\s*SQLSTATE: \w+\.?$", "", first))
+    if isinstance(exc, PySparkException) and "FAILED_READ_FILE" in text:
+        return SourceError(text.splitlines()[0])
+    return None

@@ -1,0 +1,132 @@
+"""The jobs on a real Spark standalone cluster (a master and two 1-core workers on 127.0.0.1,
+tests/spark/cluster.py), submitted with ``spark-submit --master spark://...`` as a team runs them:
+each runs as an application of the master with executors on the workers, says so in its result,
+and leaves the table as the core reads it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+from paimonflow.core import Catalog
+from paimonflow.jobs.location import TableLocation
+from paimonflow.jobs.submit import submit_command
+from tests.spark.cluster import spark_submit
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string()),
+                    pa.field("dt", pa.string(), nullable=False)])
+
+
+def csv(path, ids, v: str) -> str:
+    path.write_text("id,v,dt\n" + "".join(f"{i},{v}{i},2026-11-{21 + i % 2}\n" for i in ids))
+    return str(path)
+
+
+def submit(cluster, tmp_path, name: str, job: str, location: TableLocation, arguments: dict) -> dict:
+    result_file = tmp_path / f"{name}.json"
+    command = submit_command(job, location, arguments, result_file=str(result_file))
+    proc = spark_submit(cluster, name, [command.application, *command.application_args], env=dict(command.env))
+    assert proc.returncode == 0, f"{job}: {proc.stderr[-3000:]}"
+    result = json.loads(result_file.read_text())
+    assert result["master"] == cluster.url, result  # the job ran on the cluster, not in local mode
+    app = cluster.application(name)
+    assert app["state"] == "FINISHED" and app["cores"] >= 1, app
+    executors = cluster.executors_of(app["id"])
+    assert executors and {e["worker"] for e in executors} <= {w["id"] for w in cluster.status()["workers"]}
+    return result
+
+
+def test_every_job_submitted_to_the_cluster_runs_there(spark_cluster, tmp_path):
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    catalog.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={"bucket": "2", "changelog-producer": "input", "write-only": "true",
+                                  "snapshot.num-retained.min": "1", "changelog.num-retained.max": "2"})
+    location = TableLocation(str(tmp_path / "wh"), "db.t")
+    run = iter(range(100))
+
+    def job(name: str, arguments: dict) -> dict:
+        return submit(spark_cluster, tmp_path, f"{name}-{next(run)}", name, location, arguments)
+
+    first = job("write", {"path": csv(tmp_path / "a.csv", range(400), "a"), "format": "csv", "parallelism": 4})
+    assert first["rows_written"] == 400 and first["executors"] == 2  # both workers wrote
+    job("write", {"path": csv(tmp_path / "b.csv", range(200, 600), "b"), "format": "csv"})
+    compacted = job("compact", {})
+    assert compacted["executors"] >= 1 and compacted["snapshot_id"] == 3
+    job("create-tag", {"name": "after_compaction"})
+    job("write", {"path": csv(tmp_path / "c.csv", range(600, 700), "c"), "format": "csv"})
+    changes = job("read-changes", {"start_snapshot": 3, "output": str(tmp_path / "changes")})
+    assert changes["rows"] == 100 and changes["row_kinds"] == {"+I": 100}
+    expired = job("expire-snapshots", {"retain_max": 1, "older_than_millis": 0})
+    assert expired["expired_snapshots"] == 3
+    job("expire-changelogs", {"retain_max": 1, "older_than_millis": 0})
+    job("rollback", {"tag": "after_compaction"})
+    stray = tmp_path / "wh" / "db.db" / "t" / "dt=2026-11-21" / "bucket-0" / "data-stray.parquet"
+    stray.write_bytes(b"left by a killed writer")
+    orphans = job("remove-orphan-files", {"older_than_millis": 0, "min_older_than_millis": 0})
+    assert orphans["executors"] >= 1 and orphans["orphans"] == 1 and not stray.exists()
+
+    table = catalog.get_table("db.t")
+    data = table.read()
+    assert table.latest_snapshot().id == 3 and data.num_rows == 600
+    assert sorted(data.column("id").to_pylist()) == list(range(600))
+    by_id = dict(zip(data.column("id").to_pylist(), data.column("v").to_pylist(), strict=True))
+    assert by_id[0] == "a0" and by_id[300] == "b300" and by_id[599] == "b599"
+
+
+def executor_pids(app_id: str) -> list[int]:
+    found = subprocess.run(["pgrep", "-f", f"CoarseGrainedExecutorBackend.*{app_id}"], capture_output=True, text=True)
+    return [int(p) for p in found.stdout.split()]
+
+
+def test_an_executor_killed_in_the_middle_of_a_write_is_replaced_and_rows_land_once(spark_cluster, tmp_path):
+    """SIGKILL one executor JVM of the write job as soon as the writer tasks start producing files:
+    Spark reruns its tasks on an executor the master launches in its place, and the one commit holds
+    every row exactly once (the killed attempt's files are never committed)."""
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    catalog.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={"bucket": "4", "write-only": "true"})
+    n = 400_000
+    source = tmp_path / "big.parquet"
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": pa.array(range(n), pa.int64()), "v": [f"v{i}" for i in range(n)],
+                             "dt": ["2026-11-21" if i % 2 else "2026-11-22" for i in range(n)]}), source)
+    name = "write-killed-executor"
+    killed: list[int] = []
+
+    def kill_one_executor_when_files_appear() -> None:
+        table_dir = tmp_path / "wh" / "db.db" / "t"
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not killed:
+            apps = [a for a in spark_cluster.status()["activeapps"] if a["name"] == name]
+            if apps and any(table_dir.glob("dt=*/bucket-*/data-*")):
+                pids = executor_pids(apps[0]["id"])
+                if pids:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.append(pids[0])
+                    return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=kill_one_executor_when_files_appear, daemon=True)
+    watcher.start()
+    location = TableLocation(str(tmp_path / "wh"), "db.t")
+    result = submit(spark_cluster, tmp_path, name, "write", location, {"path": str(source), "parallelism": 8})
+    watcher.join(timeout=10)
+    assert killed, "no executor was killed (the writer tasks never produced a file while the job ran)"
+    app = spark_cluster.application(name)
+    assert len(spark_cluster.executors_of(app["id"])) >= 3  # the master replaced the killed executor
+    table = catalog.get_table("db.t")
+    ids = table.read(columns=["id"]).column("id").to_numpy()
+    assert result["rows_written"] == n and len(ids) == n and len(set(ids.tolist())) == n
+    assert table.latest_snapshot().id == 1  # one commit
