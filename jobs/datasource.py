@@ -31,7 +31,7 @@ import hashlib
 import pickle
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -46,6 +46,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from paimonflow.core.errors import InvalidArgumentError, UnsupportedError
+from paimonflow.core.options.core import CoreOptions
 from paimonflow.core.read.incremental import ROWKIND
 
 from .location import TableLocation, location_from_options
@@ -70,6 +71,14 @@ def _first(options: Mapping[str, str], *keys: str) -> str | None:
 
 
 class PaimonflowDataSource(DataSource):
+    """The data source. Its reader does not take Spark's filters (Spark refuses, with
+    ``DATA_SOURCE_PUSHDOWN_DISABLED``, a Python reader that takes filters while
+    ``spark.sql.python.filterPushdown.enabled`` is off, the default): this is what any session
+    finds installed (``pyspark_paimonflow``), and every read works. :func:`register` puts
+    :class:`PaimonflowPushdownDataSource` in its place on a session with the setting on."""
+
+    pushdown: ClassVar[bool] = False
+
     @classmethod
     def name(cls) -> str:
         return FORMAT
@@ -77,19 +86,25 @@ class PaimonflowDataSource(DataSource):
     def __init__(self, options) -> None:
         super().__init__(options)
         self.options = {k.lower(): v for k, v in dict(options).items()}
-        self.location = location_from_options(dict(options))
+        self._given = dict(options)  # Spark also makes instances without options, never used to read or write
+
+    @property
+    def location(self) -> TableLocation:
+        return location_from_options(self._given)
 
     def _table(self):
         return self.location.open()
 
     def schema(self):
-        arrow = self._table().arrow_schema
+        table = self._table()
+        arrow = table.read_schema(**_travel(self.options)).arrow_schema()  # time travel: the snapshot's columns
         if _flag(self.options, "with-rowkind") or _first(self.options, "incremental-between"):
             arrow = arrow.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
         return from_arrow_schema(arrow)
 
     def reader(self, schema):
-        return PaimonflowReader(self.location, self.options, schema)
+        kind = PaimonflowPushdownReader if self.pushdown else PaimonflowReader
+        return kind(self.location, self.options, schema)
 
     def streamReader(self, schema):
         return PaimonflowStreamReader(self.location, self.options, schema)
@@ -99,6 +114,32 @@ class PaimonflowDataSource(DataSource):
 
     def streamWriter(self, schema, overwrite: bool):
         return PaimonflowStreamWriter(self.location, self.options, overwrite)
+
+
+class PaimonflowPushdownDataSource(PaimonflowDataSource):
+    """The data source whose batch reader prunes partitions and files by Spark's filters (needs
+    ``spark.sql.python.filterPushdown.enabled=true``)."""
+
+    pushdown: ClassVar[bool] = True
+
+
+def _travel(options: Mapping[str, str]) -> dict:
+    """The time-travel arguments of a read's options (empty: the latest snapshot)."""
+    snapshot_id = _first(options, "snapshot-id", "scan.snapshot-id", "versionasof")
+    tag = _first(options, "tag", "scan.tag-name")
+    millis = _first(options, "timestamp-millis", "scan.timestamp-millis")
+    out: dict = {}
+    try:
+        if snapshot_id:
+            out["snapshot_id"] = int(snapshot_id)
+        if millis:
+            out["timestamp"] = int(millis)
+    except ValueError:
+        raise InvalidArgumentError(f"snapshot-id and timestamp-millis take integers, not {snapshot_id or millis!r}") \
+            from None
+    if tag:
+        out["tag"] = tag
+    return out
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -139,7 +180,9 @@ class PaimonflowReader(DataSourceReader):
         self.columns = [n for n in self.target.names if n != ROWKIND or not self.with_rowkind]
         self.predicate: Predicate | None = None
         table = location.open()
-        unknown = [c for c in self.columns if c not in table.arrow_schema.names]
+        travel = _travel(self.options)
+        self.read_schema = table.read_schema(**travel)  # a time-travel read: the snapshot's own schema
+        unknown = [c for c in self.columns if c not in self.read_schema.arrow_schema().names]
         if unknown:
             raise InvalidArgumentError(f"the schema names columns {unknown} that table {location.identifier!r} "
                                        "does not have")
@@ -157,19 +200,8 @@ class PaimonflowReader(DataSourceReader):
             self.between = (start, end, mode)
 
     def _resolve(self, table) -> int | None:
-        snapshot_id = _first(self.options, "snapshot-id", "scan.snapshot-id", "versionasof")
-        tag = _first(self.options, "tag", "scan.tag-name")
-        millis = _first(self.options, "timestamp-millis", "scan.timestamp-millis")
-        snapshot = table.resolve_snapshot(snapshot_id=int(snapshot_id) if snapshot_id else None, tag=tag,
-                                          timestamp=int(millis) if millis else None)
+        snapshot = table.resolve_snapshot(**_travel(self.options))
         return None if snapshot is None else snapshot.id
-
-    def pushFilters(self, filters):
-        for spark_filter in filters:
-            predicate = to_predicate(spark_filter)
-            if predicate is not None:
-                self.predicate = predicate if self.predicate is None else self.predicate & predicate
-            yield spark_filter  # pruning only: Spark still applies every filter to the rows
 
     def partitions(self):
         if self.between is not None:
@@ -180,7 +212,10 @@ class PaimonflowReader(DataSourceReader):
         if self.snapshot_id is None:
             return [SplitPartition("empty", b"", 0)]
         table = self.location.open()
-        splits = table.plan(filter=self.predicate, snapshot_id=self.snapshot_id)
+        # splits are planned with the table's schema; a filter names the read schema's columns,
+        # so a time-travel read under another schema is planned without it (Spark still filters)
+        same = self.read_schema.id == table.schema.id
+        splits = table.plan(filter=self.predicate if same else None, snapshot_id=self.snapshot_id)
         return [SplitPartition("split", pickle.dumps(s), self.snapshot_id) for s in splits] or [
             SplitPartition("empty", b"", self.snapshot_id)]
 
@@ -197,12 +232,23 @@ class PaimonflowReader(DataSourceReader):
             if rows.num_rows:
                 yield from _conformed(rows, self.target)
             return
-        reader = table.split_reader()
+        reader = table.split_reader(self.read_schema, CoreOptions.from_map(self.read_schema.options))
         split = pickle.loads(partition.payload)
         for batch in reader.read_batches([split], columns=self.columns, predicate=self.predicate):
             if self.with_rowkind:
                 batch = _with_insert_kind(batch)
             yield from _conformed(batch, self.target)
+
+
+class PaimonflowPushdownReader(PaimonflowReader):
+    """:class:`PaimonflowReader` taking Spark's filters to prune partitions and files."""
+
+    def pushFilters(self, filters):
+        for spark_filter in filters:
+            predicate = to_predicate(spark_filter)
+            if predicate is not None:
+                self.predicate = predicate if self.predicate is None else self.predicate & predicate
+            yield spark_filter  # pruning only: Spark still applies every filter to the rows
 
 
 def _between(options: Mapping[str, str]) -> tuple[int, int, str] | None:

@@ -64,15 +64,36 @@ STORAGE_PREFIXES = ("s3.", "fs.")
 
 
 def location_from_options(options: Mapping[str, str], identifier: str | None = None) -> TableLocation:
-    """A location from data source options: ``warehouse`` plus the table (``path``/``table``),
-    and every ``s3.*`` / ``fs.*`` option as a storage option."""
+    """A location from data source options: ``warehouse`` plus the table (``path``/``table``:
+    ``db.t``), or without ``warehouse`` the table's own directory as ``path``
+    (``<warehouse>/<db>.db/<table>``, as Apache Paimon's connector takes it; ``CREATE TABLE ...
+    USING paimonflow OPTIONS (path ...)``); every ``s3.*`` / ``fs.*`` option is a storage option."""
     from paimonflow.core.errors import InvalidArgumentError
 
     lowered = {k.lower(): v for k, v in options.items()}
     warehouse = lowered.get("warehouse")
     table = identifier or lowered.get("table") or lowered.get("path")
-    if not warehouse or not table:
-        raise InvalidArgumentError("give the warehouse (.option('warehouse', ...)) and the table "
-                                   "(.load('db.table') or .option('table', 'db.table'))")
     storage = {k: v for k, v in options.items() if k.lower().startswith(STORAGE_PREFIXES)}
+    if not warehouse and table:
+        return TableLocation(*table_path_parts(table), storage)
+    if not options:  # PySpark 4.3 hands a catalog table's Python data source reader and writer none
+        raise InvalidArgumentError("no table given: Spark passes no options to the reader or writer of a table "
+                                   "created USING paimonflow; use CREATE TEMPORARY VIEW <v> USING paimonflow "
+                                   "OPTIONS (path '<table directory>') for SELECT and INSERT INTO, or "
+                                   "spark.read/df.write.format('paimonflow')")
+    if not warehouse or not table:
+        raise InvalidArgumentError("give the table's directory (.load('/wh/db.db/t')), or the warehouse "
+                                   "(.option('warehouse', ...)) and the table (.load('db.t'))")
     return TableLocation(warehouse, table, storage)
+
+
+def table_path_parts(path: str) -> tuple[str, str]:
+    """``(warehouse, "db.t")`` of a table directory ``<warehouse>/<db>.db/<table>`` (a local path
+    or a URI; a trailing slash is ignored)."""
+    from paimonflow.core.errors import InvalidArgumentError
+
+    parts = path.rstrip("/").rsplit("/", 2)
+    if len(parts) != 3 or not parts[1].endswith(".db") or len(parts[1]) <= 3 or not parts[2] or not parts[0]:
+        raise InvalidArgumentError(f"{path!r} is not a table directory <warehouse>/<database>.db/<table>; "
+                                   "or give the warehouse option and load 'database.table'")
+    return parts[0], f"{parts[1][:-3]}.{parts[2]}"

@@ -90,7 +90,11 @@ def master_of(spark) -> str:
 
 
 def register(spark) -> None:
-    """Register the ``paimonflow`` data source on ``spark`` (idempotent)."""
-    from .datasource import PaimonflowDataSource
+    """Register the ``paimonflow`` data source on ``spark`` (idempotent): the one that prunes by
+    Spark's filters when ``spark.sql.python.filterPushdown.enabled`` is on, else the one that
+    reads without them. An installed paimonflow is found by any session without this call
+    (``pyspark_paimonflow``), without pruning."""
+    from .datasource import PaimonflowDataSource, PaimonflowPushdownDataSource
 
-    spark.dataSource.register(PaimonflowDataSource)
+    pushdown = str(spark.conf.get("spark.sql.python.filterPushdown.enabled", "false")).lower() == "true"
+    spark.dataSource.register(PaimonflowPushdownDataSource if pushdown else PaimonflowDataSource)

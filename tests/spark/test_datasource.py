@@ -58,10 +58,10 @@ def test_projection_filters_and_partition_pruning(spark, catalog, table):
     # the pushed filters prune whole partitions: only dt=x splits are planned
     from pyspark.sql.datasource import EqualTo
 
-    from paimonflow.jobs.datasource import PaimonflowReader
+    from paimonflow.jobs.datasource import PaimonflowPushdownReader
     from paimonflow.jobs.location import TableLocation
 
-    r = PaimonflowReader(TableLocation(catalog.warehouse, "db.t"), {}, projected.schema)
+    r = PaimonflowPushdownReader(TableLocation(catalog.warehouse, "db.t"), {}, projected.schema)
     assert len(r.partitions()) == len(table.plan())
     left = list(r.pushFilters([EqualTo(("dt",), "x")]))
     assert len(left) == 1  # Spark still applies it to the rows
@@ -74,6 +74,47 @@ def test_time_travel_by_snapshot_tag_and_timestamp(spark, catalog, table):
     assert as_set(reader(spark, catalog).option("tag", "first").load("db.t").collect()) == first
     millis = table.snapshot_manager.snapshot(1).time_millis
     assert as_set(reader(spark, catalog).option("scan.timestamp-millis", str(millis)).load("db.t").collect()) == first
+
+
+def test_time_travel_reads_the_columns_the_snapshot_was_committed_under(spark, catalog, table):
+    from paimonflow.core.meta.schema_changes import AddColumn
+
+    table.alter([AddColumn("extra", pa.int32())])
+    now = catalog.get_table("db.t")
+    now.write(pa.table({"id": [7], "v": ["g"], "dt": ["x"], "extra": pa.array([70], pa.int32())}))
+    latest = reader(spark, catalog).load("db.t")
+    assert "extra" in latest.columns
+    old = reader(spark, catalog).option("snapshot-id", "1").load("db.t")
+    assert old.columns == ["id", "v", "dt"] and as_set(old.collect()) == core_set(table, snapshot_id=1)
+
+
+def test_a_table_by_its_directory_and_through_sql(spark, catalog, table, tmp_path):
+    path = table.path  # <warehouse>/db.db/t, as Apache Paimon's connector takes it
+    assert as_set(spark.read.format("paimonflow").load(path).collect()) == core_set(table)
+    spark.createDataFrame([(6, "f", "x")], "id long, v string, dt string").write.format("paimonflow") \
+        .mode("append").save(path)
+    assert (6, "f", "x") in core_set(catalog.get_table("db.t"))
+    spark.sql(f"CREATE TEMPORARY VIEW paimonflow_sql_v USING paimonflow OPTIONS (path '{path}')")
+    spark.sql(f"CREATE TEMPORARY VIEW paimonflow_sql_first USING paimonflow OPTIONS (path '{path}', tag 'first')")
+    spark.sql(f"CREATE TABLE paimonflow_sql_t USING paimonflow OPTIONS (path '{path}')")
+    try:
+        spark.sql("INSERT INTO paimonflow_sql_v VALUES (8, 'h', 'y')")
+        got = as_set(spark.sql("SELECT id, v, dt FROM paimonflow_sql_v").collect())
+        assert got == core_set(catalog.get_table("db.t")) and (8, "h", "y") in got
+        filtered = spark.sql("SELECT id FROM paimonflow_sql_v WHERE dt = 'y' AND id > 3").collect()
+        assert {r.id for r in filtered} == {r[0] for r in got if r[2] == "y" and r[0] > 3}
+        assert as_set(spark.sql("SELECT * FROM paimonflow_sql_first").collect()) == core_set(table, tag="first")
+        # a catalog table of a Python data source: Spark hands its reader and writer no options
+        for statement in ("SELECT * FROM paimonflow_sql_t", "INSERT INTO paimonflow_sql_t VALUES (9, 'i', 'y')"):
+            with pytest.raises(Exception, match="CREATE TEMPORARY VIEW"):
+                spark.sql(statement).collect()
+        assert (9, "i", "y") not in core_set(catalog.get_table("db.t"))
+    finally:
+        for view in ("paimonflow_sql_v", "paimonflow_sql_first"):
+            spark.sql(f"DROP VIEW IF EXISTS {view}")
+        spark.sql("DROP TABLE IF EXISTS paimonflow_sql_t")
+    with pytest.raises(Exception, match="not a table directory"):
+        spark.read.format("paimonflow").load(str(tmp_path)).collect()
 
 
 def test_append_upsert_and_overwrite_writes(spark, catalog, table):
