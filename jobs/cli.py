@@ -13,10 +13,12 @@ import functools
 import json
 import sys
 from dataclasses import replace
+from datetime import datetime
 from typing import Annotated
 
 import typer
 
+from paimonflow.core.errors import InvalidArgumentError
 from paimonflow.core.options.parse import parse_duration_millis
 
 from .location import TableLocation, storage_options_from_env
@@ -102,8 +104,30 @@ def _location(warehouse: str, table: str, storage: list[str] | None) -> TableLoc
     return TableLocation(warehouse, table, {**storage_options_from_env(), **_pairs(storage)})
 
 
-def _millis(text: str | None) -> int | None:
-    return parse_duration_millis(text) if text else None
+def _millis(text: str, option: str = "--expiration") -> int:
+    """A duration option (``'1 h'``, ``'7 d'``, a bare number of milliseconds)."""
+    try:
+        return parse_duration_millis(text)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"{option} {text!r}: {exc}") from None
+
+
+def _age_millis(text: str, option: str = "--older-than") -> int:
+    """``--older-than`` as a duration (``'1 d'``), or as Apache Paimon's procedures take it, a
+    timestamp (``'2026-11-20 00:00:00'``, local time): the age of that instant now."""
+    try:
+        return parse_duration_millis(text)
+    except ValueError:
+        pass
+    try:
+        instant = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidArgumentError(f"{option} takes a duration ('1 d', '30 min') or a timestamp "
+                                   f"('2026-11-20 00:00:00'), not {text!r}") from None
+    age = int((datetime.now(instant.tzinfo) - instant).total_seconds() * 1000)
+    if age < 0:
+        raise InvalidArgumentError(f"{option} {text!r} is in the future")
+    return age
 
 
 @job("write")
@@ -144,28 +168,28 @@ def compact_(warehouse: Warehouse, table: TableName, full: bool = True, partitio
 @job("expire-snapshots")
 def expire_snapshots_(warehouse: Warehouse, table: TableName, retain_min: int | None = None,
                       retain_max: int | None = None,
-                      older_than: Annotated[str | None, typer.Option(help="e.g. '1 h'")] = None,
+                      older_than: Annotated[str | None, typer.Option(help="A duration ('1 h') or a timestamp ('2026-11-20 00:00:00')")] = None,
                       max_deletes: int | None = None, dry_run: bool = False,
                       master: Master = None, conf: Conf = None, storage_option: Storage = None):
     """Expire snapshots by the table's options (each overridable)."""
     from .maintenance import expire_snapshots
 
     return expire_snapshots(_spark(master, conf), _location(warehouse, table, storage_option),
-                            retain_min=retain_min, retain_max=retain_max, older_than_millis=_millis(older_than),
+                            retain_min=retain_min, retain_max=retain_max, older_than_millis=_age_millis(older_than) if older_than else None,
                             max_deletes=max_deletes, dry_run=dry_run)
 
 
 @job("expire-changelogs")
 def expire_changelogs_(warehouse: Warehouse, table: TableName, retain_min: int | None = None,
                        retain_max: int | None = None,
-                       older_than: Annotated[str | None, typer.Option(help="e.g. '7 d'")] = None,
+                       older_than: Annotated[str | None, typer.Option(help="A duration ('7 d') or a timestamp ('2026-11-20 00:00:00')")] = None,
                        max_deletes: int | None = None, delete_all: bool = False, dry_run: bool = False,
                        master: Master = None, conf: Conf = None, storage_option: Storage = None):
     """Expire long-lived changelogs by the table's changelog.* options."""
     from .maintenance import expire_changelogs
 
     return expire_changelogs(_spark(master, conf), _location(warehouse, table, storage_option),
-                             retain_min=retain_min, retain_max=retain_max, older_than_millis=_millis(older_than),
+                             retain_min=retain_min, retain_max=retain_max, older_than_millis=_age_millis(older_than) if older_than else None,
                              max_deletes=max_deletes, delete_all=delete_all, dry_run=dry_run)
 
 
@@ -178,7 +202,7 @@ def expire_partitions_(warehouse: Warehouse, table: TableName,
     from .maintenance import expire_partitions
 
     return expire_partitions(_spark(master, conf), _location(warehouse, table, storage_option),
-                             expiration_millis=_millis(expiration), dry_run=dry_run, commit_user=commit_user)
+                             expiration_millis=_millis(expiration) if expiration else None, dry_run=dry_run, commit_user=commit_user)
 
 
 @job("analyze")
@@ -213,6 +237,90 @@ def delete_tag_(warehouse: Warehouse, table: TableName, name: Annotated[str, typ
     return delete_tag(_spark(master, conf), _location(warehouse, table, storage_option), name=name, dry_run=dry_run)
 
 
+@job("rename-tag")
+def rename_tag_(warehouse: Warehouse, table: TableName, name: Annotated[str, typer.Option()],
+                new_name: Annotated[str, typer.Option()], master: Master = None, conf: Conf = None,
+                storage_option: Storage = None):
+    """Rename a tag."""
+    from .maintenance import rename_tag
+
+    return rename_tag(_spark(master, conf), _location(warehouse, table, storage_option), name=name, new_name=new_name)
+
+
+@job("replace-tag")
+def replace_tag_(warehouse: Warehouse, table: TableName, name: Annotated[str, typer.Option()],
+                 snapshot: int | None = None,
+                 time_retained: Annotated[str | None, typer.Option(help="e.g. '7 d'")] = None,
+                 master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Point an existing tag at another snapshot (default: the latest)."""
+    from .maintenance import replace_tag
+
+    return replace_tag(_spark(master, conf), _location(warehouse, table, storage_option), name=name,
+                       snapshot_id=snapshot, time_retained=time_retained)
+
+
+@job("create-branch")
+def create_branch_(warehouse: Warehouse, table: TableName, branch: Annotated[str, typer.Option()],
+                   tag: Annotated[str | None, typer.Option(help="Create it from this tag (default: empty)")] = None,
+                   master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Create a branch, empty or from a tag."""
+    from .maintenance import create_branch
+
+    return create_branch(_spark(master, conf), _location(warehouse, table, storage_option), branch=branch, tag=tag)
+
+
+@job("delete-branch")
+def delete_branch_(warehouse: Warehouse, table: TableName, branch: Annotated[str, typer.Option()],
+                   master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Delete a branch."""
+    from .maintenance import delete_branch
+
+    return delete_branch(_spark(master, conf), _location(warehouse, table, storage_option), branch=branch)
+
+
+@job("rename-branch")
+def rename_branch_(warehouse: Warehouse, table: TableName, branch: Annotated[str, typer.Option()],
+                   new_name: Annotated[str, typer.Option()], master: Master = None, conf: Conf = None,
+                   storage_option: Storage = None):
+    """Rename a branch."""
+    from .maintenance import rename_branch
+
+    return rename_branch(_spark(master, conf), _location(warehouse, table, storage_option), branch=branch,
+                         new_name=new_name)
+
+
+@job("fast-forward")
+def fast_forward_(warehouse: Warehouse, table: TableName, branch: Annotated[str, typer.Option()],
+                  master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Make the main branch equal to a branch."""
+    from .maintenance import fast_forward
+
+    return fast_forward(_spark(master, conf), _location(warehouse, table, storage_option), branch=branch)
+
+
+@job("reset-consumer")
+def reset_consumer_(warehouse: Warehouse, table: TableName, consumer_id: Annotated[str, typer.Option()],
+                    next_snapshot: Annotated[int | None, typer.Option(help="Omit to delete the consumer")] = None,
+                    master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Point a consumer at a snapshot, or delete it."""
+    from .maintenance import reset_consumer
+
+    return reset_consumer(_spark(master, conf), _location(warehouse, table, storage_option), consumer_id=consumer_id,
+                          next_snapshot=next_snapshot)
+
+
+@job("clear-consumers")
+def clear_consumers_(warehouse: Warehouse, table: TableName,
+                     including: Annotated[str, typer.Option(help="Regular expression of ids to delete")] = ".*",
+                     excluding: Annotated[str | None, typer.Option(help="Regular expression of ids to keep")] = None,
+                     master: Master = None, conf: Conf = None, storage_option: Storage = None):
+    """Delete consumers by id pattern."""
+    from .maintenance import clear_consumers
+
+    return clear_consumers(_spark(master, conf), _location(warehouse, table, storage_option), including=including,
+                           excluding=excluding)
+
+
 @job("expire-tags")
 def expire_tags_(warehouse: Warehouse, table: TableName,
                  older_than: Annotated[str | None, typer.Option(help="Also tags without TTL older than this")]
@@ -222,7 +330,7 @@ def expire_tags_(warehouse: Warehouse, table: TableName,
     from .maintenance import expire_tags
 
     return expire_tags(_spark(master, conf), _location(warehouse, table, storage_option),
-                       older_than_millis=_millis(older_than), dry_run=dry_run)
+                       older_than_millis=_age_millis(older_than) if older_than else None, dry_run=dry_run)
 
 
 @job("auto-tag")
@@ -247,7 +355,7 @@ def rollback_(warehouse: Warehouse, table: TableName, snapshot: int | None = Non
 
 @job("remove-orphan-files")
 def remove_orphan_files_(warehouse: Warehouse, table: TableName,
-                         older_than: Annotated[str, typer.Option(help="Only files older than this")] = "1 d",
+                         older_than: Annotated[str, typer.Option(help="Only files older than this: a duration ('1 d') or a timestamp")] = "1 d",
                          min_older_than: Annotated[str, typer.Option(help="Refuse a shorter --older-than (the longest a writer keeps files uncommitted, plus clock skew)")] = "1 h",
                          dry_run: bool = False, master: Master = None, conf: Conf = None,
                          storage_option: Storage = None):
@@ -255,8 +363,8 @@ def remove_orphan_files_(warehouse: Warehouse, table: TableName,
     from .maintenance import remove_orphan_files
 
     return remove_orphan_files(_spark(master, conf), _location(warehouse, table, storage_option),
-                               older_than_millis=parse_duration_millis(older_than),
-                               min_older_than_millis=parse_duration_millis(min_older_than), dry_run=dry_run)
+                               older_than_millis=_age_millis(older_than),
+                               min_older_than_millis=_millis(min_older_than, "--min-older-than"), dry_run=dry_run)
 
 
 @job("read-changes")

@@ -75,6 +75,35 @@ def delete_tag(spark, location: TableLocation, *, name: str, dry_run: bool = Fal
                    dry_run=dry_run)
 
 
+def rename_tag(spark, location: TableLocation, *, name: str, new_name: str) -> JobResult:
+    watch = Stopwatch()
+    table = location.open()
+    table.tags.rename(name, new_name)
+    return _result("rename-tag", location, watch, table.tags.get(new_name).id, tag=new_name, renamed_from=name)
+
+
+def replace_tag(spark, location: TableLocation, *, name: str, snapshot_id: int | None = None,
+                time_retained: str | None = None) -> JobResult:
+    watch = Stopwatch()
+    tag = location.open().tags.replace(name, snapshot_id=snapshot_id, time_retained=time_retained)
+    return _result("replace-tag", location, watch, tag.id, tag=name)
+
+
+def reset_consumer(spark, location: TableLocation, *, consumer_id: str, next_snapshot: int | None = None) -> JobResult:
+    """Point a consumer at ``next_snapshot``, or delete it when none is given (Paimon's ``reset_consumer``)."""
+    watch = Stopwatch()
+    location.open().consumer_manager.reset(consumer_id, next_snapshot)
+    return _result("reset-consumer", location, watch, next_snapshot, consumer=consumer_id,
+                   deleted=next_snapshot is None)
+
+
+def clear_consumers(spark, location: TableLocation, *, including: str = ".*", excluding: str | None = None) -> JobResult:
+    """Delete the consumers whose ids match ``including`` and not ``excluding`` (regular expressions)."""
+    watch = Stopwatch()
+    cleared = location.open().consumer_manager.clear(including, excluding)
+    return _result("clear-consumers", location, watch, cleared=list(cleared))
+
+
 def expire_tags(spark, location: TableLocation, *, older_than_millis: int | None = None,
                 dry_run: bool = False) -> JobResult:
     watch = Stopwatch()
@@ -101,6 +130,12 @@ def delete_branch(spark, location: TableLocation, *, branch: str) -> JobResult:
     watch = Stopwatch()
     location.open().branches.delete(branch)
     return _result("delete-branch", location, watch, branch=branch)
+
+
+def rename_branch(spark, location: TableLocation, *, branch: str, new_name: str) -> JobResult:
+    watch = Stopwatch()
+    location.open().branches.rename(branch, new_name)
+    return _result("rename-branch", location, watch, branch=new_name, renamed_from=branch)
 
 
 def fast_forward(spark, location: TableLocation, *, branch: str) -> JobResult:

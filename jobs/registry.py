@@ -43,7 +43,8 @@ JOBS: dict[str, Callable] = {
     "compact": _compact,
     **{name.replace("_", "-"): _maintenance(name) for name in (
         "expire_snapshots", "expire_changelogs", "expire_partitions", "analyze", "create_tag", "delete_tag", "expire_tags", "auto_tag",
-        "rollback", "remove_orphan_files", "read_changes", "create_branch", "delete_branch", "fast_forward")},
+        "rollback", "remove_orphan_files", "read_changes", "create_branch", "delete_branch", "fast_forward",
+        "rename_tag", "replace_tag", "rename_branch", "reset_consumer", "clear_consumers")},
 }
 
 # argument name -> command-line flag, where they differ

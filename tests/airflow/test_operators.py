@@ -194,6 +194,25 @@ def test_spark_submit_engine_through_the_airflow_spark_provider(airflow_db):
 
 
 @pytest.mark.slow
+def test_spark_submit_engine_runs_on_the_standalone_cluster(airflow_db, spark_cluster, monkeypatch):
+    """The operator's ``spark-submit`` engine with a Spark connection to the tests' standalone
+    cluster: the job becomes an application of that master, with executors on its workers."""
+    host, port = spark_cluster.url.rsplit(":", 1)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_CLUSTER", json.dumps({"conn_type": "spark", "host": host, "port": int(port)}))
+    table("cluster")
+    land("cluster", range(20), "clustered")
+    before = {a["id"] for a in spark_cluster.status()["completedapps"]}
+    run = load_dag("paimon_test_spark_cluster").test(logical_date=datetime(2026, 11, 20, tzinfo=UTC))
+    assert str(run.state) == "success"
+    result = xcoms(run)["cluster_write"]
+    assert result["master"] == spark_cluster.url and result["rows_written"] == 20 and result["executors"] >= 1
+    new = spark_cluster.wait(lambda s: {a["id"] for a in s["completedapps"]} - before, 60, "no application")
+    [app] = [a for a in new["completedapps"] if a["id"] not in before]
+    assert app["state"] == "FINISHED" and spark_cluster.executors_of(app["id"])
+    assert Catalog(str(WAREHOUSE)).get_table("lab.cluster").read().num_rows == 20
+
+
+@pytest.mark.slow
 def test_health_page_served_by_the_airflow_api_server_renders_in_headless_chromium(airflow_db, tmp_path):
     """The plugin's page through a real ``airflow api-server``, rendered by headless Chromium."""
     import os

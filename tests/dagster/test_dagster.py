@@ -275,3 +275,26 @@ def test_spark_resource_submits_the_shared_command_with_credentials_in_the_envir
     assert argv[7] == APPLICATION and argv[10:] == ["compact", "-w", "s3://lake/wh", "-t", "shop.orders", "--full"]
     assert not any("sk-8d1f" in a or "s3." in a for a in argv)
     assert json.loads(env["PAIMONFLOW_STORAGE_OPTIONS"]) == {"s3.region": "eu-west-1", "s3.secret-key": "sk-8d1f"}
+
+
+@pytest.mark.slow
+def test_spark_resource_submits_to_the_standalone_cluster(spark_cluster, tmp_path):
+    """``SparkResource(submit=True)`` against the tests' standalone cluster: the job is an
+    application of that master with executors on its workers, and the table holds the rows."""
+    from paimonflow.operators.dagster import PaimonResource, SparkResource
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "2"})
+    pq.write_table(pa.table({"id": list(range(30)), "v": ["x"] * 30}, schema=schema), tmp_path / "in.parquet")
+    spark = SparkResource(master=spark_cluster.url, submit=True,
+                          spark_submit=os.path.join(os.path.dirname(sys.executable), "spark-submit"),
+                          conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m",
+                                "spark.scheduler.minRegisteredResourcesRatio": "1.0"})
+    result = spark.run("write", PaimonResource(warehouse=str(tmp_path / "wh")), "db.t",
+                       {"path": str(tmp_path / "in.parquet")})
+    assert result["master"] == spark_cluster.url and result["rows_written"] == 30 and result["executors"] >= 1
+    app = spark_cluster.application("paimonflow-write")
+    assert app["state"] == "FINISHED" and spark_cluster.executors_of(app["id"])
+    assert catalog.get_table("db.t").read().num_rows == 30

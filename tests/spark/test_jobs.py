@@ -291,3 +291,47 @@ def test_auto_tag_job_and_batch_tags_after_the_write_job(spark, tmp_path):
     assert job("auto-tag", "-w", c.warehouse, "-t", "db.p")["created"] == []
     c.get_table("db.p").tags.delete(yesterday)
     assert job("auto-tag", "-w", c.warehouse, "-t", "db.p")["created"] == [{"tag": yesterday, "snapshot_id": 1}]
+
+
+def test_older_than_takes_a_duration_or_paimons_timestamp(spark, wh, tmp_path):
+    """Paimon's expire_snapshots / remove_orphan_files procedures take ``older_than`` as a
+    timestamp; the jobs take that or a duration, and refuse anything else with one typed line."""
+    for i in range(3):
+        job("write", "-w", wh, "-t", "db.t", "--path", source(tmp_path, f"w{i}", [i], "a"))
+    future = job("expire-snapshots", "-w", wh, "-t", "db.t", "--retain-min", "1", "--older-than", "2000-01-01 00:00:00")
+    assert future["expired_snapshots"] == 0  # nothing is older than the year 2000
+    done = job("expire-snapshots", "-w", wh, "-t", "db.t", "--retain-min", "1", "--retain-max", "5",
+               "--older-than", "0 ms")
+    assert done["expired_snapshots"] == 2
+    error = one_error_line(runner.invoke(app, ["expire-snapshots", "-w", wh, "-t", "db.t", "--older-than", "soon"]))
+    assert error["error"] == "InvalidArgumentError" and "timestamp" in error["message"]
+    error = one_error_line(runner.invoke(app, ["remove-orphan-files", "-w", wh, "-t", "db.t",
+                                               "--older-than", "2999-01-01 00:00:00"]))
+    assert error["error"] == "InvalidArgumentError" and "future" in error["message"]
+
+
+def test_tag_branch_and_consumer_jobs_of_paimons_procedures(spark, wh, tmp_path):
+    """The jobs for Paimon's rename_tag, replace_tag, create/rename/delete_branch, fast_forward,
+    reset_consumer and clear_consumers procedures, through the command line."""
+    w = ["-w", wh, "-t", "db.t"]
+    for i in range(2):
+        job("write", *w, "--path", source(tmp_path, f"p{i}", [i], "a"))
+    job("create-tag", *w, "--name", "t1", "--snapshot", "1")
+    assert job("rename-tag", *w, "--name", "t1", "--new-name", "first")["snapshot_id"] == 1
+    assert job("replace-tag", *w, "--name", "first", "--snapshot", "2")["snapshot_id"] == 2
+    table = Catalog(wh).get_table("db.t")
+    assert list(table.tags.list()) == ["first"] and table.tags.get("first").id == 2
+    job("create-branch", *w, "--branch", "b", "--tag", "first")
+    job("rename-branch", *w, "--branch", "b", "--new-name", "dev")
+    job("write", "-w", wh, "-t", "db.t$branch_dev", "--path", source(tmp_path, "dev", [42], "dev"))
+    forwarded = job("fast-forward", *w, "--branch", "dev")
+    assert (42, "2026-11-21") in rows(wh) and forwarded["copied_snapshots"]
+    job("delete-branch", *w, "--branch", "dev")
+    assert not Catalog(wh).get_table("db.t").branches.list()
+    table.consumer_manager.record("etl", 1)
+    table.consumer_manager.record("adhoc", 1)
+    assert job("reset-consumer", *w, "--consumer-id", "etl", "--next-snapshot", "2")["consumer"] == "etl"
+    assert table.consumer_manager.get("etl").next_snapshot == 2
+    assert job("clear-consumers", *w, "--including", "ad.*")["cleared"] == ["adhoc"]
+    assert job("reset-consumer", *w, "--consumer-id", "etl")["deleted"] is True
+    assert table.consumer_manager.get("etl") is None

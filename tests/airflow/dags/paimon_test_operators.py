@@ -62,3 +62,10 @@ with DAG(dag_id="paimon_test_spark_submit", schedule=None, start_date=datetime(2
     PaimonWriteOperator(task_id="submitted_write", table="lab.sub", warehouse=WAREHOUSE, engine="spark-submit",
                         spark_conn_id="spark_local", path=LANDING + "/lab/sub",
                         spark_conf={"spark.ui.enabled": "false"})
+
+with DAG(dag_id="paimon_test_spark_cluster", schedule=None, start_date=datetime(2026, 11, 1), catchup=False):
+    # the connection (AIRFLOW_CONN_SPARK_CLUSTER) is set by the test to the standalone cluster's master
+    PaimonWriteOperator(task_id="cluster_write", table="lab.cluster", warehouse=WAREHOUSE, engine="spark-submit",
+                        spark_conn_id="spark_cluster", path=LANDING + "/lab/cluster",
+                        spark_conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m",
+                                    "spark.scheduler.minRegisteredResourcesRatio": "1.0"})
