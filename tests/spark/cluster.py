@@ -70,12 +70,10 @@ class StandaloneCluster:
 
     def status(self) -> dict:
         """The master's JSON status: workers, active and completed applications."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=10) as response:
-            return json.load(response)
+        return _get_json(f"http://127.0.0.1:{self.ui_port}/json/")
 
     def worker_status(self, worker: dict) -> dict:
-        with urllib.request.urlopen(f"{worker['webuiaddress']}/json/", timeout=10) as response:
-            return json.load(response)
+        return _get_json(f"{worker['webuiaddress']}/json/")
 
     def wait(self, ready, timeout_s: float, message: str) -> dict:
         deadline = time.monotonic() + timeout_s
@@ -119,6 +117,19 @@ class StandaloneCluster:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         self.processes.clear()
+
+
+def _get_json(url: str, attempts: int = 6) -> dict:
+    """GET ``url`` as JSON, retried: on a loaded machine a status page can be slow to answer."""
+    for attempt in range(attempts):
+        try:
+            with urllib.request.urlopen(url, timeout=30) as response:
+                return json.load(response)
+        except OSError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1 + attempt)
+    raise AssertionError("unreachable")
 
 
 def spark_submit(cluster: StandaloneCluster, name: str, argv: list[str], *, env: dict[str, str] | None = None,

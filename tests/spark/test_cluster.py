@@ -5,6 +5,7 @@ and leaves the table as the core reads it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -45,6 +46,7 @@ def submit(cluster, tmp_path, name: str, job: str, location: TableLocation, argu
     return result
 
 
+@pytest.mark.timeout(1800)  # ten spark-submits of a minute each on a loaded 2-core machine
 def test_every_job_submitted_to_the_cluster_runs_there(spark_cluster, tmp_path):
     catalog = Catalog(str(tmp_path / "wh"))
     catalog.create_database("db")
@@ -88,6 +90,7 @@ def executor_pids(app_id: str) -> list[int]:
     return [int(p) for p in found.stdout.split()]
 
 
+@pytest.mark.timeout(1200)
 def test_an_executor_killed_in_the_middle_of_a_write_is_replaced_and_rows_land_once(spark_cluster, tmp_path):
     """SIGKILL one executor JVM of the write job as soon as the writer tasks start producing files:
     Spark reruns its tasks on an executor the master launches in its place, and the one commit holds
@@ -108,10 +111,13 @@ def test_an_executor_killed_in_the_middle_of_a_write_is_replaced_and_rows_land_o
     def kill_one_executor_when_files_appear() -> None:
         table_dir = tmp_path / "wh" / "db.db" / "t"
         deadline = time.monotonic() + 300
+        app_id = None
         while time.monotonic() < deadline and not killed:
-            apps = [a for a in spark_cluster.status()["activeapps"] if a["name"] == name]
-            if apps and any(table_dir.glob("dt=*/bucket-*/data-*")):
-                pids = executor_pids(apps[0]["id"])
+            if app_id is None:
+                with contextlib.suppress(OSError):  # a slow status page: ask again
+                    app_id = next((a["id"] for a in spark_cluster.status()["activeapps"] if a["name"] == name), None)
+            if app_id is not None and any(table_dir.glob("dt=*/bucket-*/data-*")):
+                pids = executor_pids(app_id)
                 if pids:
                     os.kill(pids[0], signal.SIGKILL)
                     killed.append(pids[0])
