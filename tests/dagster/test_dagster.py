@@ -292,9 +292,11 @@ def test_spark_resource_submits_to_the_standalone_cluster(spark_cluster, tmp_pat
                           spark_submit=os.path.join(os.path.dirname(sys.executable), "spark-submit"),
                           conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m",
                                 "spark.scheduler.minRegisteredResourcesRatio": "1.0"})
+    before = {a["id"] for a in spark_cluster.status()["completedapps"]}  # the Airflow test's write has the same name
     result = spark.run("write", PaimonResource(warehouse=str(tmp_path / "wh")), "db.t",
                        {"path": str(tmp_path / "in.parquet")})
     assert result["master"] == spark_cluster.url and result["rows_written"] == 30 and result["executors"] >= 1
-    app = spark_cluster.application("paimonflow-write")
-    assert app["state"] == "FINISHED" and spark_cluster.executors_of(app["id"])
+    status = spark_cluster.wait(lambda s: {a["id"] for a in s["completedapps"]} - before, 60, "no application")
+    [app] = [a for a in status["completedapps"] if a["id"] not in before]
+    assert app["name"] == "paimonflow-write" and app["state"] == "FINISHED" and spark_cluster.executors_of(app["id"])
     assert catalog.get_table("db.t").read().num_rows == 30
