@@ -14,16 +14,16 @@ import json
 import sys
 from dataclasses import replace
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, overload
 
 import typer
 
-from paimonflow.core.errors import InvalidArgumentError
+from paimonflow.core.errors import InvalidArgumentError, PaimonflowError
 from paimonflow.core.options.parse import parse_duration_millis
 
 from .location import TableLocation, storage_options_from_env
 from .result import JobResult
-from .spark_errors import typed_error
+from .spark_errors import typed_errors
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="paimonflow Spark jobs (each prints one JSON result line).")
@@ -65,12 +65,10 @@ def job(name: str):
         @functools.wraps(fn)
         def run(*args, **kwargs):
             try:
-                result = with_master(fn(*args, **kwargs))
-            except Exception as exc:
-                typed = typed_error(exc)  # a user's mistake Spark reported, as paimonflow's error
-                if typed is None:
-                    raise
-                print(json.dumps({"job": name, "error": type(typed).__name__, "message": str(typed)}),
+                with typed_errors():  # a user's mistake Spark reported, as paimonflow's error
+                    result = with_master(fn(*args, **kwargs))
+            except PaimonflowError as exc:
+                print(json.dumps({"job": name, "error": type(exc).__name__, "message": str(exc)}),
                       file=sys.stderr, flush=True)
                 raise typer.Exit(2) from None
             print(result.to_json())
@@ -104,17 +102,33 @@ def _location(warehouse: str, table: str, storage: list[str] | None) -> TableLoc
     return TableLocation(warehouse, table, {**storage_options_from_env(), **_pairs(storage)})
 
 
-def _millis(text: str, option: str = "--expiration") -> int:
-    """A duration option (``'1 h'``, ``'7 d'``, a bare number of milliseconds)."""
+@overload
+def _millis(text: str, option: str = ...) -> int: ...
+@overload
+def _millis(text: str | None, option: str = ...) -> int | None: ...
+
+
+def _millis(text: str | None, option: str = "--expiration") -> int | None:
+    """A duration option (``'1 h'``, ``'7 d'``, a bare number of milliseconds); None if not given."""
+    if not text:
+        return None
     try:
         return parse_duration_millis(text)
     except ValueError as exc:
         raise InvalidArgumentError(f"{option} {text!r}: {exc}") from None
 
 
-def _age_millis(text: str, option: str = "--older-than") -> int:
+@overload
+def _age_millis(text: str, option: str = ...) -> int: ...
+@overload
+def _age_millis(text: str | None, option: str = ...) -> int | None: ...
+
+
+def _age_millis(text: str | None, option: str = "--older-than") -> int | None:
     """``--older-than`` as a duration (``'1 d'``), or as Apache Paimon's procedures take it, a
-    timestamp (``'2026-11-20 00:00:00'``, local time): the age of that instant now."""
+    timestamp (``'2026-11-20 00:00:00'``, local time): the age of that instant now; None if not given."""
+    if not text:
+        return None
     try:
         return parse_duration_millis(text)
     except ValueError:
@@ -175,7 +189,7 @@ def expire_snapshots_(warehouse: Warehouse, table: TableName, retain_min: int | 
     from .maintenance import expire_snapshots
 
     return expire_snapshots(_spark(master, conf), _location(warehouse, table, storage_option),
-                            retain_min=retain_min, retain_max=retain_max, older_than_millis=_age_millis(older_than) if older_than else None,
+                            retain_min=retain_min, retain_max=retain_max, older_than_millis=_age_millis(older_than),
                             max_deletes=max_deletes, dry_run=dry_run)
 
 
@@ -189,7 +203,7 @@ def expire_changelogs_(warehouse: Warehouse, table: TableName, retain_min: int |
     from .maintenance import expire_changelogs
 
     return expire_changelogs(_spark(master, conf), _location(warehouse, table, storage_option),
-                             retain_min=retain_min, retain_max=retain_max, older_than_millis=_age_millis(older_than) if older_than else None,
+                             retain_min=retain_min, retain_max=retain_max, older_than_millis=_age_millis(older_than),
                              max_deletes=max_deletes, delete_all=delete_all, dry_run=dry_run)
 
 
@@ -202,7 +216,7 @@ def expire_partitions_(warehouse: Warehouse, table: TableName,
     from .maintenance import expire_partitions
 
     return expire_partitions(_spark(master, conf), _location(warehouse, table, storage_option),
-                             expiration_millis=_millis(expiration) if expiration else None, dry_run=dry_run, commit_user=commit_user)
+                             expiration_millis=_millis(expiration), dry_run=dry_run, commit_user=commit_user)
 
 
 @job("analyze")
@@ -330,7 +344,7 @@ def expire_tags_(warehouse: Warehouse, table: TableName,
     from .maintenance import expire_tags
 
     return expire_tags(_spark(master, conf), _location(warehouse, table, storage_option),
-                       older_than_millis=_age_millis(older_than) if older_than else None, dry_run=dry_run)
+                       older_than_millis=_age_millis(older_than), dry_run=dry_run)
 
 
 @job("auto-tag")

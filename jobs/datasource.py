@@ -129,14 +129,12 @@ def _travel(options: Mapping[str, str]) -> dict:
     tag = _first(options, "tag", "scan.tag-name")
     millis = _first(options, "timestamp-millis", "scan.timestamp-millis")
     out: dict = {}
-    try:
-        if snapshot_id:
-            out["snapshot_id"] = int(snapshot_id)
-        if millis:
-            out["timestamp"] = int(millis)
-    except ValueError:
-        raise InvalidArgumentError(f"snapshot-id and timestamp-millis take integers, not {snapshot_id or millis!r}") \
-            from None
+    for key, text in (("snapshot_id", snapshot_id), ("timestamp", millis)):
+        if text:
+            try:
+                out[key] = int(text)
+            except ValueError:
+                raise InvalidArgumentError(f"snapshot-id and timestamp-millis take integers, not {text!r}") from None
     if tag:
         out["tag"] = tag
     return out

@@ -61,15 +61,10 @@ def run_job(name: str, spark, location: TableLocation, arguments: Mapping[str, A
     from dataclasses import replace
 
     from .session import master_of
-    from .spark_errors import typed_error
+    from .spark_errors import typed_errors
 
-    try:
+    with typed_errors():  # callers (operators, resources) catch paimonflow's errors
         result = JOBS[name](spark, location, dict(arguments))
-    except Exception as exc:
-        typed = typed_error(exc)  # callers (operators, resources) catch paimonflow's errors
-        if typed is None or typed is exc:
-            raise
-        raise typed from None
     return replace(result, master=master_of(spark)).to_dict()
 
 

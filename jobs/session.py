@@ -82,11 +82,8 @@ def launched_by_spark() -> bool:
 
 
 def master_of(spark) -> str:
-    """The master URL ``spark`` runs on (``sc://...`` for a Spark Connect session)."""
-    try:
-        return str(spark.conf.get("spark.master"))
-    except Exception:  # a Connect server may not expose it
-        return "connect"
+    """The master URL ``spark`` runs on."""
+    return str(spark.conf.get("spark.master"))
 
 
 def register(spark) -> None:

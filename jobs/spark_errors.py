@@ -6,6 +6,8 @@ instead of a JVM stack trace. Anything else stays as it is (a defect, reported i
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from paimonflow.core import errors
 from paimonflow.core.errors import DataError, PaimonflowError, SourceError
@@ -29,7 +31,7 @@ def typed_error(exc: BaseException) -> PaimonflowError | None:
         name, message = raised[-1]
         cls = getattr(errors, name, None)
         if isinstance(cls, type) and issubclass(cls, PaimonflowError):
-            return cls(message)
+            return _rebuilt(cls, message)
     if "MALFORMED_RECORD_IN_PARSING" in text or "MALFORMED_CSV_RECORD" in text:
         file = re.search(r"while reading file (\S+?)\.?\s", text)
         record = re.search(r"Malformed CSV record: (.*?) SQLSTATE", text)
@@ -44,3 +46,28 @@ def typed_error(exc: BaseException) -> PaimonflowError | None:
     if isinstance(exc, PySparkException) and "FAILED_READ_FILE" in text:
         return SourceError(text.splitlines()[0])
     return None
+
+
+@contextmanager
+def typed_errors() -> Iterator[None]:
+    """Raise, in place of an error from Spark, the paimonflow error it stands for (others pass unchanged)."""
+    try:
+        yield
+    except PaimonflowError:
+        raise
+    except Exception as exc:
+        typed = typed_error(exc)
+        if typed is None:
+            raise
+        raise typed from None
+
+
+def _rebuilt(cls: type[PaimonflowError], message: str) -> PaimonflowError:
+    """``cls`` with ``message``, also for errors built from named parts (``InvalidOptionError(key,
+    value, reason)``): across the task boundary only the message survives."""
+    try:
+        return cls(message)
+    except TypeError:
+        error = cls.__new__(cls)
+        Exception.__init__(error, message)
+        return error

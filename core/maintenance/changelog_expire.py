@@ -33,6 +33,7 @@ from ..meta.changelogs import ChangelogManager
 from ..meta.context import TableMeta
 from ..meta.manifest import FileKind
 from ..meta.references import (
+    Needed,
     changelog_files,
     entry_path_resolver,
     file_key,
@@ -138,15 +139,12 @@ def _plan(table: TableMeta, manager: ChangelogManager, earliest: int, end: int) 
     path_of = entry_path_resolver(table)
     keepers: list[tuple[str | None, Snapshot]] = [(None, s) for s in (table.snapshot_manager.earliest(),) if s]
     keepers += list(table.tag_manager.list_tags().items())
-    keep = files_of_other_branches(table)
     next_changelog = manager.try_changelog(end)
     keep_paths = changelog_files(table, next_changelog) if next_changelog is not None else set()
-    for name, keeper in keepers:
-        # a tag deleted (with its files) since the listing protects nothing; one still there with
-        # missing files stops the expiry before it deletes anything
-        needs = tag_needs(table, name, keeper, changelog=True)
-        if needs is not None:
-            keep |= needs
+    # a tag deleted (with its files) since the listing protects nothing (None); one still there
+    # with missing files stops the expiry before it deletes anything (raises)
+    needs = (tag_needs(table, name, keeper, changelog=True) for name, keeper in keepers)
+    keep = Needed.union([files_of_other_branches(table), *(n for n in needs if n is not None)])
     data, metadata, ids = [], [], []
     for cid in range(earliest, end):
         changelog = manager.try_changelog(cid)

@@ -19,6 +19,7 @@ from ..meta.changelogs import ChangelogManager
 from ..meta.context import TableMeta
 from ..meta.manifest import FileKind
 from ..meta.references import (
+    Needed,
     entry_path_resolver,
     files_of_other_branches,
     manifest_files,
@@ -85,13 +86,11 @@ def rollback(table: TableMeta, *, snapshot_id: int | None = None, tag: str | Non
 def _rollback_to(table: TableMeta, target: Snapshot) -> Rollback:
     manager = table.snapshot_manager
     later = [sid for sid in manager.list_ids() if sid > target.id]
-    tags = Tags(table)
-    later_tags = sorted(n for n, t in tags.list().items() if t.id > target.id)
-    # what the removed snapshots and changelogs need that what stays does not
-    keep = files_of_other_branches(table) | needed_by(table, target, changelog=True)  # branches share files
-    for t in tags.list().values():
-        if t.id <= target.id:
-            keep |= needed_by(table, t)
+    listed = Tags(table).list()
+    later_tags = sorted(n for n, t in listed.items() if t.id > target.id)
+    # what the removed snapshots and changelogs need that what stays does not (other branches share files)
+    keep = Needed.union([files_of_other_branches(table), needed_by(table, target, changelog=True),
+                         *(needed_by(table, t) for t in listed.values() if t.id <= target.id)])
     path_of = entry_path_resolver(table)
     mio = table.manifest_io
     doomed: list[str] = []

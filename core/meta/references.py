@@ -228,6 +228,16 @@ class Needed:
     def __contains__(self, entry) -> bool:
         return file_key(entry) in self.data
 
+    @staticmethod
+    def union(parts: Iterable[Needed]) -> Needed:
+        """The union of many (built once, where ``|`` in a loop would copy the growing sets)."""
+        data: set[FileKey] = set()
+        metadata: set[str] = set()
+        for part in parts:
+            data |= part.data
+            metadata |= part.metadata
+        return Needed(frozenset(data), frozenset(metadata))
+
 
 def needed_by(table: TableMeta, snapshot: Snapshot, *, changelog: bool = False) -> Needed:
     """What ``snapshot`` (or a tag) needs: its metadata files and the data files live in it;

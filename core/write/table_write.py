@@ -137,9 +137,9 @@ class TableWrite:
         # n numbers its rows base + p, base + p + n, ...; no two tasks ever share a number.
         self._stride, self._offset = sequence_stride, sequence_offset
         self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
-        self._arrow_schema = schema.arrow_schema()
-        self._pk = list(schema.trimmed_primary_keys)
-        self._partition_keys = list(schema.partition_keys)
+        self._files = DataFileWriter(file_io=file_io, table_path=table_path, schema=schema, options=options)
+        self._arrow_schema, self._pk = self._files.arrow_schema, self._files.primary_keys
+        self._partition_keys = self._files.partition_keys
         self._is_pk = bool(schema.primary_keys)
         self._bucket = options.bucket
         self._dynamic = self._is_pk and self._bucket == -1
@@ -159,7 +159,6 @@ class TableWrite:
         self._states: dict[tuple[tuple[object, ...], int], _BucketState] = {}
         self._next_sequence = dict(next_sequence or {})
         self._merge_spec = merge_spec_for(schema, options, keep_deletes=True) if self._is_pk else None
-        self._files = DataFileWriter(file_io=file_io, table_path=table_path, schema=schema, options=options)
         self._spill_dir = SpillDirectory(spill_dir)
         self.spilled_runs = 0  # observability: sorted runs spilled to local disk so far
         self.spilled_bytes = 0

@@ -282,6 +282,7 @@ def test_spark_resource_submits_to_the_standalone_cluster(spark_cluster, tmp_pat
     """``SparkResource(submit=True)`` against the tests' standalone cluster: the job is an
     application of that master with executors on its workers, and the table holds the rows."""
     from paimonflow.operators.dagster import PaimonResource, SparkResource
+    from tests.spark.cluster import SUBMIT_CONF
 
     catalog = Catalog(str(tmp_path / "wh"))
     catalog.create_database("db")
@@ -290,8 +291,7 @@ def test_spark_resource_submits_to_the_standalone_cluster(spark_cluster, tmp_pat
     pq.write_table(pa.table({"id": list(range(30)), "v": ["x"] * 30}, schema=schema), tmp_path / "in.parquet")
     spark = SparkResource(master=spark_cluster.url, submit=True,
                           spark_submit=os.path.join(os.path.dirname(sys.executable), "spark-submit"),
-                          conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m",
-                                "spark.scheduler.minRegisteredResourcesRatio": "1.0"})
+                          conf=SUBMIT_CONF)
     before = {a["id"] for a in spark_cluster.status()["completedapps"]}  # the Airflow test's write has the same name
     result = spark.run("write", PaimonResource(warehouse=str(tmp_path / "wh")), "db.t",
                        {"path": str(tmp_path / "in.parquet")})

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pyspark
 
+from paimonflow.jobs.submit import SubmitCommand
+
 SPARK_HOME = os.path.dirname(pyspark.__file__)
 BIN = os.path.dirname(sys.executable)
 
@@ -132,15 +134,16 @@ def _get_json(url: str, attempts: int = 6) -> dict:
     raise AssertionError("unreachable")
 
 
-def spark_submit(cluster: StandaloneCluster, name: str, argv: list[str], *, env: dict[str, str] | None = None,
-                 conf: dict[str, str] | None = None, timeout_s: float = 600) -> subprocess.CompletedProcess:
-    """``spark-submit --master <cluster> --name <name>`` of ``argv`` (an application and its arguments)."""
-    settings = {"spark.ui.enabled": "false", "spark.executor.memory": "512m", "spark.driver.memory": "512m",
-                # schedule once every worker's executor has registered (else one may take all tasks)
-                "spark.scheduler.minRegisteredResourcesRatio": "1.0",
-                "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s", **(conf or {})}
-    command = [os.path.join(BIN, "spark-submit"), "--master", cluster.url, "--name", name]
-    for key, value in settings.items():
-        command += ["--conf", f"{key}={value}"]
-    return subprocess.run([*command, *argv], capture_output=True, text=True, timeout=timeout_s,
-                          env=spark_env(**(env or {})))
+SUBMIT_CONF = {"spark.ui.enabled": "false", "spark.executor.memory": "512m", "spark.driver.memory": "512m",
+               # schedule once every worker's executor has registered (else one may take all tasks)
+               "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+               "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s"}
+
+
+def spark_submit(cluster: StandaloneCluster, name: str, command: SubmitCommand, *,
+                 timeout_s: float = 600) -> subprocess.CompletedProcess:
+    """Run ``command`` (the integrations' :func:`~paimonflow.jobs.submit.submit_command`) with
+    ``spark-submit --master <cluster> --name <name>``, its storage options in the environment."""
+    argv = command.argv(spark_submit=os.path.join(BIN, "spark-submit"), master=cluster.url, conf=SUBMIT_CONF,
+                        name=name)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=spark_env(**command.env))

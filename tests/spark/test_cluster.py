@@ -35,7 +35,7 @@ def csv(path, ids, v: str) -> str:
 def submit(cluster, tmp_path, name: str, job: str, location: TableLocation, arguments: dict) -> dict:
     result_file = tmp_path / f"{name}.json"
     command = submit_command(job, location, arguments, result_file=str(result_file))
-    proc = spark_submit(cluster, name, [command.application, *command.application_args], env=dict(command.env))
+    proc = spark_submit(cluster, name, command)
     assert proc.returncode == 0, f"{job}: {proc.stderr[-3000:]}"
     result = json.loads(result_file.read_text())
     assert result["master"] == cluster.url, result  # the job ran on the cluster, not in local mode

@@ -335,3 +335,18 @@ def test_tag_branch_and_consumer_jobs_of_paimons_procedures(spark, wh, tmp_path)
     assert job("clear-consumers", *w, "--including", "ad.*")["cleared"] == ["adhoc"]
     assert job("reset-consumer", *w, "--consumer-id", "etl")["deleted"] is True
     assert table.consumer_manager.get("etl") is None
+
+
+def test_an_error_raised_inside_a_task_comes_back_as_its_own_type():
+    """A task's traceback reaches the driver as text; errors built from named parts
+    (InvalidOptionError, InvalidNameError) come back with their type and message too."""
+    from paimonflow.core.errors import InvalidNameError, InvalidOptionError
+    from paimonflow.jobs.spark_errors import typed_error
+
+    task_failure = RuntimeError("Traceback (most recent call last):\n  File ...\n"
+                                "paimonflow.core.errors.InvalidOptionError: table option 'bucket'='x': not an integer\n")
+    error = typed_error(task_failure)
+    assert isinstance(error, InvalidOptionError) and str(error) == "table option 'bucket'='x': not an integer"
+    error = typed_error(RuntimeError("paimonflow.core.errors.InvalidNameError: invalid tag name '..': dots"))
+    assert isinstance(error, InvalidNameError) and "dots" in str(error)
+    assert typed_error(RuntimeError("a defect")) is None  # not a user's mistake: reported in full
