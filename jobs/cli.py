@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 import sys
+from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, overload
@@ -64,13 +66,17 @@ def job(name: str):
     def decorate(fn):
         @functools.wraps(fn)
         def run(*args, **kwargs):
+            signal.signal(signal.SIGTERM, _terminated)
             try:
-                with typed_errors():  # a user's mistake Spark reported, as paimonflow's error
+                with ExitStack() as running, typed_errors():  # a user's mistake Spark reported, typed
+                    _RUNNING.update(job=name, stack=running)
                     result = with_master(fn(*args, **kwargs))
             except PaimonflowError as exc:
-                print(json.dumps({"job": name, "error": type(exc).__name__, "message": str(exc)}),
-                      file=sys.stderr, flush=True)
+                _fail(name, type(exc).__name__, str(exc))
                 raise typer.Exit(2) from None
+            except KeyboardInterrupt:  # SIGINT or SIGTERM: its Spark work was interrupted on the way out
+                _fail(name, "JobInterrupted", "interrupted; the job's Spark work was cancelled")
+                raise typer.Exit(130) from None
             print(result.to_json())
             if _RESULT_FILE["path"]:
                 with open(_RESULT_FILE["path"], "w") as out:
@@ -79,6 +85,17 @@ def job(name: str):
         return app.command(name)(run)
 
     return decorate
+
+
+def _fail(name: str, error: str, message: str) -> None:
+    print(json.dumps({"job": name, "error": error, "message": message}), file=sys.stderr, flush=True)
+
+
+def _terminated(signum, frame) -> None:
+    raise KeyboardInterrupt("SIGTERM")
+
+
+_RUNNING: dict = {"job": None, "stack": None}
 
 
 def with_master(result: JobResult) -> JobResult:
@@ -92,9 +109,13 @@ def with_master(result: JobResult) -> JobResult:
 
 
 def _spark(master: str | None, conf: list[str] | None):
-    from .session import spark_session
+    """The job's session; the Spark work the job starts carries its job tag, interrupted if the job is."""
+    from .session import cancellable, spark_session
 
-    return spark_session(master=master, conf=_pairs(conf))
+    spark = spark_session(master=master, conf=_pairs(conf))
+    if _RUNNING["stack"] is not None:
+        _RUNNING["stack"].enter_context(cancellable(spark, _RUNNING["job"] or "job"))
+    return spark
 
 
 def _location(warehouse: str, table: str, storage: list[str] | None) -> TableLocation:

@@ -60,10 +60,13 @@ def run_job(name: str, spark, location: TableLocation, arguments: Mapping[str, A
         raise InvalidArgumentError(f"unknown job {name!r}; jobs are {', '.join(sorted(JOBS))}")
     from dataclasses import replace
 
-    from .session import master_of
+    from .session import cancellable, master_of
     from .spark_errors import typed_errors
 
-    with typed_errors():  # callers (operators, resources) catch paimonflow's errors
+    if spark is None:  # the core engine: the job's planning and acting without Spark
+        return JOBS[name](None, location, dict(arguments)).to_dict()
+    # callers (operators, resources) catch paimonflow's errors; an interrupted caller cancels the work
+    with typed_errors(), cancellable(spark, name):
         result = JOBS[name](spark, location, dict(arguments))
     return replace(result, master=master_of(spark)).to_dict()
 

@@ -44,6 +44,18 @@ def spark_cluster() -> Iterator[object]:
     finally:
         cluster.stop()
 
+
+@pytest.fixture(scope="session")
+def spark_connect() -> Iterator[object]:
+    """A Spark Connect server on 127.0.0.1 (tests/spark/cluster.py), one per test run, started on first use."""
+    from tests.spark.cluster import ConnectServer
+
+    server = ConnectServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
 # -- S3: moto's server on 127.0.0.1, requests serialized (tests/s3server.py) ---------------------
 
 

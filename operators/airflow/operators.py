@@ -74,7 +74,7 @@ class PaimonJobOperator(BaseOperator):
         self.table, self.paimon_conn_id, self.warehouse, self.engine = table, paimon_conn_id, warehouse, engine
         self.master, self.spark_conf, self.spark_conn_id = master, dict(spark_conf or {}), spark_conn_id
         self._spark: SparkSession | None = None
-        self._group: str | None = None
+        self._tag: str | None = None  # the Spark job tag of the running job, for on_kill
         self._submit_hook: SparkSubmitHook | None = None
 
     # -- what subclasses give -------------------------------------------------------------------
@@ -137,16 +137,15 @@ class PaimonJobOperator(BaseOperator):
                 validate_name(kind, getattr(self, attr))
 
     def _run_in_spark(self, hook: PaimonHook, arguments: dict[str, Any], context) -> dict[str, Any]:
-        from paimonflow.jobs.session import spark_session
+        from paimonflow.jobs.session import cancellable, spark_session
 
         self._spark = spark = spark_session(master=self.master, conf=self.spark_conf)
-        self._group = f"paimonflow-{context['ti'].dag_id}-{context['ti'].task_id}-{context.get('run_id')}"
-        spark.sparkContext.setJobGroup(self._group, f"paimonflow {self.job} {self.table}",
-                                       interruptOnCancel=True)
-        try:
-            return self.run_spark(spark, hook, arguments)
-        finally:
-            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        label = f"{context['ti'].dag_id}-{context['ti'].task_id}"
+        with cancellable(spark, label) as self._tag:  # on_kill interrupts what runs under it
+            try:
+                return self.run_spark(spark, hook, arguments)
+            finally:
+                self._tag = None
 
     def submit_hook(self, hook: PaimonHook, arguments: dict[str, Any], result_file: str) -> SparkSubmitHook:
         """The ``SparkSubmitHook`` that runs this job: the command of
@@ -188,9 +187,11 @@ class PaimonJobOperator(BaseOperator):
                                         "snapshot_id": result.get("snapshot_id")}
 
     def on_kill(self) -> None:
-        if self._spark is not None and self._group is not None:
-            self.log.info("cancelling Spark job group %s", self._group)
-            self._spark.sparkContext.cancelJobGroup(self._group)
+        if self._spark is not None and self._tag is not None:
+            from paimonflow.jobs.session import interrupt
+
+            self.log.info("interrupting the Spark work tagged %s", self._tag)
+            interrupt(self._spark, self._tag)
         if self._submit_hook is not None:
             self._submit_hook.on_kill()
 

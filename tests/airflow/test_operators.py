@@ -275,7 +275,7 @@ def test_health_page_served_by_the_airflow_api_server_renders_in_headless_chromi
 
 @pytest.mark.slow
 def test_on_kill_cancels_the_running_spark_job(airflow_db, spark):
-    """Airflow calls on_kill when a task is killed: the operator cancels its Spark job group and
+    """Airflow calls on_kill when a task is killed: the operator interrupts its Spark job tag and
     nothing is committed."""
     from types import SimpleNamespace
 

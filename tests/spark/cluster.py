@@ -1,7 +1,8 @@
 """A Spark standalone cluster on 127.0.0.1 from PySpark's own jars: one master and two 1-core
 workers started with ``bin/spark-class`` (as ``sbin/start-master.sh`` would, without the daemon
 scripts), and the master's JSON status. One cluster per test run (the ``spark_cluster`` fixture
-in tests/conftest.py); every test names its applications and finds them in the status.
+in tests/conftest.py); every test names its applications and finds them in the status. And a
+Spark Connect server (``spark_connect``), also one per run.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ class StandaloneCluster:
         self.processes.clear()
 
 
-def _get_json(url: str, attempts: int = 6) -> dict:
+def _get_json(url: str, attempts: int = 6):
     """GET ``url`` as JSON, retried: on a loaded machine a status page can be slow to answer."""
     for attempt in range(attempts):
         try:
@@ -147,3 +148,62 @@ def spark_submit(cluster: StandaloneCluster, name: str, command: SubmitCommand, 
     argv = command.argv(spark_submit=os.path.join(BIN, "spark-submit"), master=cluster.url, conf=SUBMIT_CONF,
                         name=name)
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, env=spark_env(**command.env))
+
+
+@dataclass
+class ConnectServer:
+    """A Spark Connect server on 127.0.0.1 started from PySpark's jars (as
+    ``sbin/start-connect-server.sh`` would, in the foreground): its own driver on ``master``, its UI's
+    REST API on ``ui_port``. Clients run in other processes (a Connect client switches the whole
+    interpreter to Connect mode)."""
+
+    master: str = "local[2]"
+    root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="paimonflow-connect-")))
+    port: int = field(default_factory=free_port)
+    ui_port: int = field(default_factory=free_port)
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 180) -> ConnectServer:
+        conf = {"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(self.port),
+                "spark.ui.port": str(self.ui_port), "spark.driver.memory": "1g",
+                "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4"}
+        argv = [os.path.join(BIN, "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+                "--name", "paimonflow-connect", "--master", self.master]
+        for key, value in conf.items():
+            argv += ["--conf", f"{key}={value}"]
+        log = open(self.root / "connect.log", "wb")  # noqa: SIM115 (closed with the process)
+        self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=spark_env(),
+                                        start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise TimeoutError(f"the Spark Connect server did not come up; log in {self.root}/connect.log")
+            time.sleep(0.5)
+
+    def jobs(self, status: str | None = None) -> list[dict]:
+        """The server application's Spark jobs (``status``: running, succeeded, failed...)."""
+        base = f"http://127.0.0.1:{self.ui_port}/api/v1/applications"
+        (app,) = _get_json_list(base)
+        return _get_json_list(f"{base}/{app['id']}/jobs" + (f"?status={status}" if status else ""))
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+def _get_json_list(url: str) -> list[dict]:
+    value = _get_json(url)
+    assert isinstance(value, list), value
+    return value
