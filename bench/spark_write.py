@@ -1,9 +1,12 @@
-"""Spark write job vs the core's single-process write: 5,000,000 rows into a primary-key table
-with 8 buckets, on local[1] and local[2] (each Spark run in a fresh process, so session start-up
-is excluded from the job time but reported). Each Spark process writes --reps + 1 tables: the
-first (cold) run also starts the Python workers; "warm" is the median of the others.
+"""Spark write job vs the core's single-process write and vs Spark's own Parquet write of the same
+rows (the floor): 5,000,000 rows into a primary-key table with 10 partitions x 8 buckets, on
+local[1], local[2] and a two-worker standalone cluster (tests/spark/cluster.py); each master in a
+fresh process, so session start-up is excluded from the job time but reported. Each Spark process
+writes --reps + 1 tables: the first (cold) run also starts the Python workers; "warm" is the
+median of the others. The floor (``spark.read.parquet(source).write.parquet(...)``) runs the same
+way in the same process.
 
-    .venv/bin/python bench/spark_write.py --rows 5000000
+    .venv/bin/python bench/spark_write.py --rows 5000000 [--no-cluster]
 
 Source: one Parquet file (id int64 0..n-1 shuffled, dt string (10 values), v string (~20 bytes),
 amount double). Times are the median of --reps runs, each into a new table.
@@ -35,15 +38,20 @@ from paimonflow.jobs.location import TableLocation
 from paimonflow.jobs.write import WriteSource, write
 master, wh, source, slots = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 spark = spark_session(master=master, conf={"spark.sql.shuffle.partitions": str(slots),
-                                           "spark.driver.memory": "4g"})
+                                           "spark.driver.memory": "4g", "spark.executor.memory": "2g"})
 spark.sparkContext.setLogLevel("ERROR")
 started = time.perf_counter() - t0
-runs = []
+runs, floor = [], []
 for table in sys.argv[5:]:  # the first run starts the Python workers; later runs reuse them
     result = write(spark, TableLocation(table, "b.pk"), WriteSource(path=source))
     runs.append(result.duration_s)
-print(json.dumps({"startup": started, "cold": runs[0], "warm": sorted(runs[1:])[len(runs[1:]) // 2],
-                  "rows": result.metrics["rows_written"], "tasks": result.metrics["tasks"]}))
+    t1 = time.perf_counter()
+    spark.read.parquet(source).write.mode("overwrite").parquet(table + "/floor")
+    floor.append(time.perf_counter() - t1)
+median = lambda xs: sorted(xs)[len(xs) // 2]
+print(json.dumps({"startup": started, "cold": runs[0], "warm": median(runs[1:]), "floor": median(floor[1:]),
+                  "rows": result.metrics["rows_written"], "tasks": result.metrics["tasks"],
+                  "executors": result.executors, "master": result.master}))
 """
 
 
@@ -76,26 +84,39 @@ def core_write(root: Path, source: Path) -> float:
     return time.perf_counter() - start
 
 
-def spark_write(root: Path, source: Path, master: str, slots: int, reps: int) -> dict:
+def spark_write(root: Path, source: Path, master: str, slots: int, reps: int, env=None) -> dict:
     tables = [new_table(root) for _ in range(reps + 1)]
     out = subprocess.run([sys.executable, "-c", SPARK_RUN, master, "-", str(source), str(slots), *tables],
-                         capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+                         capture_output=True, text=True, env=env)
+    if out.returncode:
+        raise SystemExit(out.stderr[-3000:])
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result["vs_floor"] = round(result["warm"] / result["floor"], 2)
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--no-cluster", action="store_true")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="spark-bench-"))
     source = root / "source.parquet"
     make_source(source, args.rows)
-    report = {"rows": args.rows, "core": statistics.median(core_write(root, source) for _ in range(args.reps))}
+    report: dict = {"rows": args.rows, "core": statistics.median(core_write(root, source) for _ in range(args.reps))}
     for master, slots in (("local[1]", 8), ("local[2]", 8)):
         report[master] = spark_write(root, source, master, slots, args.reps)
-    report["rows_per_second"] = {"core": round(args.rows / report["core"]),
-                                 **{m: round(args.rows / report[m]["warm"]) for m in ("local[1]", "local[2]")}}
+    report["speedup_local2_vs_local1"] = round(report["local[1]"]["warm"] / report["local[2]"]["warm"], 2)
+    if not args.no_cluster:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from tests.spark.cluster import StandaloneCluster, spark_env
+
+        cluster = StandaloneCluster().start()
+        try:
+            report["standalone"] = spark_write(root, source, cluster.url, 8, args.reps, env=spark_env())
+        finally:
+            cluster.stop()
     print(json.dumps(report, indent=2))
 
 

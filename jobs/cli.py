@@ -175,7 +175,7 @@ def write_(warehouse: Warehouse, table: TableName,
            overwrite_partition: Annotated[str | None, typer.Option(help="k=v[,k2=v2]: static overwrite")] = None,
            row_kind_column: Annotated[str | None, typer.Option(help="Column with +I/-U/+U/-D")] = None,
            commit_user: CommitUser = None, commit_identifier: CommitId = None,
-           parallelism: Annotated[int | None, typer.Option(help="Writer tasks (default: sized by adaptive query execution)")] = None,
+           parallelism: Annotated[int | None, typer.Option(help="Writer tasks (default: twice the session's default parallelism)")] = None,
            master: Master = None, conf: Conf = None, storage_option: Storage = None):
     """Write files, a Spark table or a query into a table (one commit)."""
     from .write import WriteSource, partition_spec, write

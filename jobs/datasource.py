@@ -7,7 +7,9 @@
     df.write.format("paimonflow").option("warehouse", wh).mode("append").save("db.t")
     df.writeStream.format("paimonflow").option("warehouse", wh).option("checkpointLocation", cp)...
 
-Batch reads: one Spark partition per split (partition, bucket); Spark's pushed filters prune
+Batch reads: splits (partition, bucket) packed into Spark partitions by size (``jobs/splits.py``:
+Paimon's ``source.split.target-size`` and ``source.split.open-file-cost``, the session's default
+parallelism); Spark's pushed filters prune
 partitions and files by statistics (Spark still applies them to the rows); a user-given schema
 with fewer columns is the projection; time travel with ``snapshot-id``, ``tag`` or
 ``timestamp-millis`` (Paimon's ``scan.snapshot-id`` / ``scan.tag-name`` / ``scan.timestamp-millis``
@@ -51,6 +53,7 @@ from paimonflow.core.read.incremental import ROWKIND
 
 from .location import TableLocation, location_from_options
 from .predicates import to_predicate
+from .splits import DEFAULT_PARALLELISM, SplitPacking
 
 if TYPE_CHECKING:
     from paimonflow.core.predicate import Predicate
@@ -78,6 +81,7 @@ class PaimonflowDataSource(DataSource):
     :class:`PaimonflowPushdownDataSource` in its place on a session with the setting on."""
 
     pushdown: ClassVar[bool] = False
+    parallelism: ClassVar[int] = DEFAULT_PARALLELISM  # the session's, in the class :func:`register` makes
 
     @classmethod
     def name(cls) -> str:
@@ -104,7 +108,7 @@ class PaimonflowDataSource(DataSource):
 
     def reader(self, schema):
         kind = PaimonflowPushdownReader if self.pushdown else PaimonflowReader
-        return kind(self.location, self.options, schema)
+        return kind(self.location, self.options, schema, parallelism=self.parallelism)
 
     def streamReader(self, schema):
         return PaimonflowStreamReader(self.location, self.options, schema)
@@ -145,10 +149,10 @@ def _travel(options: Mapping[str, str]) -> dict:
 
 @dataclass(frozen=True)
 class SplitPartition(InputPartition):
-    """One split of a snapshot (``kind="split"``) or the changes of one snapshot (``"changes"``)."""
+    """Splits of a snapshot (``kind="splits"``) or the changes of one snapshot (``"changes"``)."""
 
     kind: str
-    payload: bytes  # the pickled core Split, for "split"
+    payload: bytes  # the pickled list of core Splits, for "splits"
     snapshot_id: int
 
 
@@ -169,7 +173,8 @@ class PaimonflowReader(DataSourceReader):
     snapshot ``start`` up to ``end`` (``rowkind`` first; ``incremental-between-scan-mode`` auto,
     changelog, delta or diff): one Spark partition per snapshot, or one for ``diff``."""
 
-    def __init__(self, location: TableLocation, options: Mapping[str, str], schema) -> None:
+    def __init__(self, location: TableLocation, options: Mapping[str, str], schema, *,
+                 parallelism: int = DEFAULT_PARALLELISM) -> None:
         self.location, self.options = location, dict(options)
         self.target = _target_schema(schema)
         self.between = _between(self.options)
@@ -185,6 +190,7 @@ class PaimonflowReader(DataSourceReader):
             raise InvalidArgumentError(f"the schema names columns {unknown} that table {location.identifier!r} "
                                        "does not have")
         self.location = location.pinned(table.schema.id)
+        self.packing = SplitPacking.from_options({**table.options.raw, **self.options}, parallelism)
         self.snapshot_id = self._resolve(table)
         if self.between is not None:
             start, end, mode = self.between
@@ -214,7 +220,9 @@ class PaimonflowReader(DataSourceReader):
         # so a time-travel read under another schema is planned without it (Spark still filters)
         same = self.read_schema.id == table.schema.id
         splits = table.plan(filter=self.predicate if same else None, snapshot_id=self.snapshot_id)
-        return [SplitPartition("split", pickle.dumps(s), self.snapshot_id) for s in splits] or [
+        groups = self.packing.pack(splits, [sum(f.file_size for f in s.files) for s in splits],
+                                   [len(s.files) for s in splits])
+        return [SplitPartition("splits", pickle.dumps(g), self.snapshot_id) for g in groups] or [
             SplitPartition("empty", b"", self.snapshot_id)]
 
     def read(self, partition: InputPartition):
@@ -231,8 +239,7 @@ class PaimonflowReader(DataSourceReader):
                 yield from _conformed(rows, self.target)
             return
         reader = table.split_reader(self.read_schema, CoreOptions.from_map(self.read_schema.options))
-        split = pickle.loads(partition.payload)
-        for batch in reader.read_batches([split], columns=self.columns, predicate=self.predicate):
+        for batch in reader.read_batches(pickle.loads(partition.payload), columns=self.columns, predicate=self.predicate):
             if self.with_rowkind:
                 batch = _with_insert_kind(batch)
             yield from _conformed(batch, self.target)
@@ -309,15 +316,16 @@ class PaimonflowStreamReader(DataSourceStreamReader):
         out = []
         table = self.location.open()
         if start.get("full"):
-            out += [SplitPartition("split", pickle.dumps(s), start["full"]) for s in table.plan(snapshot_id=start["full"])]
+            out += [SplitPartition("splits", pickle.dumps([s]), start["full"])
+                    for s in table.plan(snapshot_id=start["full"])]
         out += [SplitPartition("changes", b"", sid) for sid in range(start["next"], end["next"])]
         return out
 
     def read(self, partition: InputPartition):
         assert isinstance(partition, SplitPartition)  # Spark hands back what partitions() made
         table = self.location.open()
-        if partition.kind == "split":
-            for batch in table.split_reader().read_batches([pickle.loads(partition.payload)], columns=self.columns):
+        if partition.kind == "splits":
+            for batch in table.split_reader().read_batches(pickle.loads(partition.payload), columns=self.columns):
                 yield from _conformed(_with_insert_kind(batch) if self.with_rowkind else batch, self.target)
             return
         from paimonflow.core.options.registry import ChangelogProducer

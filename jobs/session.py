@@ -121,7 +121,25 @@ def register(spark) -> None:
     from .datasource import PaimonflowDataSource, PaimonflowPushdownDataSource
 
     pushdown = str(spark.conf.get("spark.sql.python.filterPushdown.enabled", "false")).lower() == "true"
-    spark.dataSource.register(PaimonflowPushdownDataSource if pushdown else PaimonflowDataSource)
+    base = PaimonflowPushdownDataSource if pushdown else PaimonflowDataSource
+    # the session's parallelism travels in the registered class (a data source sees no session)
+    spark.dataSource.register(type(base.__name__, (base,), {"parallelism": default_parallelism(spark),
+                                                            "__module__": base.__module__}))
+
+
+def default_parallelism(spark) -> int:
+    """How many tasks the session runs at once by default: ``spark.sql.leafNodeDefaultParallelism``
+    or ``spark.default.parallelism`` when set, else the SparkContext's (a classic session), else
+    the data source's default (a Connect client cannot ask)."""
+    for key in ("spark.sql.leafNodeDefaultParallelism", "spark.default.parallelism"):
+        value = spark.conf.get(key, None)
+        if value:
+            return int(value)
+    if is_connect(spark):
+        from .splits import DEFAULT_PARALLELISM
+
+        return DEFAULT_PARALLELISM
+    return int(spark.sparkContext.defaultParallelism)
 
 
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")

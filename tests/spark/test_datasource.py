@@ -43,11 +43,29 @@ def core_set(table, **kw) -> set[tuple]:
     return {(r["id"], r["v"], r["dt"]) for r in table.read(**kw).to_pylist()}
 
 
-def test_batch_read_matches_the_core_with_one_spark_partition_per_split(spark, catalog, table):
+def test_batch_read_matches_the_core(spark, catalog, table):
     df = reader(spark, catalog).load("db.t")
     assert df.schema.names == ["id", "v", "dt"] and not df.schema["id"].nullable
     assert as_set(df.collect()) == core_set(table)
-    assert df.rdd.getNumPartitions() == len(table.plan())
+
+
+def test_small_splits_are_packed_into_as_many_partitions_as_the_session_runs_at_once(spark, catalog):
+    t = catalog.create_table("db.many", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                             options={"bucket": "8"})
+    t.write(pa.table({"id": list(range(400)), "v": ["v"] * 400, "dt": [f"d{i % 5}" for i in range(400)]},
+                     schema=SCHEMA))
+    splits = len(t.plan())
+    assert splits == 40
+    packed = reader(spark, catalog).load("db.many")
+    parallelism = spark.sparkContext.defaultParallelism
+    assert packed.rdd.getNumPartitions() == parallelism  # 40 equal splits, each far below the target size
+    assert as_set(packed.collect()) == core_set(t)
+    # Paimon's split options, given on the read: a 1-byte target leaves every split alone
+    alone = reader(spark, catalog).option("source.split.target-size", "1 b").load("db.many")
+    assert alone.rdd.getNumPartitions() == splits
+    assert as_set(alone.collect()) == core_set(t)
+    with pytest.raises(Exception, match=r"source\.split\.target-size"):
+        reader(spark, catalog).option("source.split.target-size", "lots").load("db.many").collect()
 
 
 def test_projection_filters_and_partition_pruning(spark, catalog, table):

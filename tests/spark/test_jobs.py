@@ -59,6 +59,30 @@ def test_write_job_shuffles_by_bucket_and_commits_once(spark, wh, tmp_path):
     assert len(got) == 150 and got[(10, "2026-11-21")] == "a" and got[(60, "2026-11-21")] == "b"
 
 
+@pytest.mark.parametrize("key_type", [pa.int64(), pa.int32(), pa.string()])
+def test_each_bucket_is_written_by_one_task_whether_spark_or_python_hashes_it(spark, tmp_path, key_type):
+    """Integer keys are bucketed by a Spark expression, other keys by the core in Python workers:
+    either way every bucket lands in one task (one file) and holds the rows the core puts there."""
+    schema = pa.schema([pa.field("k", key_type, nullable=False), pa.field("v", pa.string())])
+    c = Catalog(str(tmp_path / "wh"))
+    c.create_database("db")
+    data = pa.table({"k": pa.array(range(-500, 1500)).cast(key_type), "v": ["x"] * 2000}, schema=schema)
+    for name in ("spark", "core"):
+        c.create_table(f"db.{name}", schema, primary_keys=["k"], options={"bucket": "7"})
+    pq.write_table(data, tmp_path / "in.parquet")
+    out = job("write", "-w", c.warehouse, "-t", "db.spark", "--path", str(tmp_path / "in.parquet"), "--parallelism", "3")
+    assert out["buckets"] == 7
+    c.get_table("db.core").write(data)
+
+    def by_bucket(name: str) -> dict[int, set]:
+        t = c.get_table(f"db.{name}")
+        return {s.bucket: {k for b in t.split_reader().read_batches([s], columns=["k"]) for k in b.column(0).to_pylist()}
+                for s in t.plan()}
+
+    assert all(len(s.files) == 1 for s in c.get_table("db.spark").plan())
+    assert by_bucket("spark") == by_bucket("core")
+
+
 def test_write_job_from_sql_and_overwrite(spark, wh, tmp_path):
     job("write", "-w", wh, "-t", "db.t", "--path", source(tmp_path, "a", range(10), "a", "p1"))
     job("write", "-w", wh, "-t", "db.t", "--path", source(tmp_path, "b", range(10), "b", "p2"))
