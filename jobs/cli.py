@@ -102,7 +102,7 @@ def with_master(result: JobResult) -> JobResult:
     """``result`` naming the master of the session the job ran on."""
     from pyspark.sql import SparkSession
 
-    from .session import master_of
+    from .spark_info import master_of
 
     active = SparkSession.getActiveSession()
     return result if active is None or result.master else replace(result, master=master_of(active))

@@ -60,8 +60,9 @@ def run_job(name: str, spark, location: TableLocation, arguments: Mapping[str, A
         raise InvalidArgumentError(f"unknown job {name!r}; jobs are {', '.join(sorted(JOBS))}")
     from dataclasses import replace
 
-    from .session import cancellable, master_of
+    from .session import cancellable
     from .spark_errors import typed_errors
+    from .spark_info import master_of
 
     if spark is None:  # the core engine: the job's planning and acting without Spark
         return JOBS[name](None, location, dict(arguments)).to_dict()

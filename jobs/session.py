@@ -24,6 +24,8 @@ from contextlib import contextmanager
 
 from paimonflow.core.errors import SparkUnavailableError
 
+from .spark_info import default_parallelism, is_connect
+
 DEFAULT_MASTER = "local[2]"
 
 REQUIRED_CONF: dict[str, str] = {  # set on every session a job runs on (runtime SQL settings)
@@ -96,21 +98,11 @@ def remote_url(master: str | None) -> str | None:
     return os.environ.get("SPARK_REMOTE") or None
 
 
-def is_connect(spark) -> bool:
-    """Whether ``spark`` is a Spark Connect session."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
 def launched_by_spark() -> bool:
     """Whether a Spark launcher started this interpreter and its JVM: ``spark-submit`` or the
     ``pyspark`` shell hand the driver a gateway; ``PYSPARK_SUBMIT_ARGS`` with a ``--master`` makes
     PySpark launch one with that master."""
     return "PYSPARK_GATEWAY_PORT" in os.environ or "--master" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
-
-
-def master_of(spark) -> str:
-    """The master URL ``spark`` runs on."""
-    return str(spark.conf.get("spark.master"))
 
 
 def register(spark) -> None:
@@ -125,21 +117,6 @@ def register(spark) -> None:
     # the session's parallelism travels in the registered class (a data source sees no session)
     spark.dataSource.register(type(base.__name__, (base,), {"parallelism": default_parallelism(spark),
                                                             "__module__": base.__module__}))
-
-
-def default_parallelism(spark) -> int:
-    """How many tasks the session runs at once by default: ``spark.sql.leafNodeDefaultParallelism``
-    or ``spark.default.parallelism`` when set, else the SparkContext's (a classic session), else
-    the data source's default (a Connect client cannot ask)."""
-    for key in ("spark.sql.leafNodeDefaultParallelism", "spark.default.parallelism"):
-        value = spark.conf.get(key, None)
-        if value:
-            return int(value)
-    if is_connect(spark):
-        from .splits import DEFAULT_PARALLELISM
-
-        return DEFAULT_PARALLELISM
-    return int(spark.sparkContext.defaultParallelism)
 
 
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")

@@ -28,7 +28,7 @@ from paimonflow.core.write.commit import BATCH_COMMIT_IDENTIFIER
 from .executor import executor_identity
 from .location import TableLocation
 from .result import JobResult, Stopwatch
-from .session import default_parallelism
+from .spark_info import default_parallelism
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

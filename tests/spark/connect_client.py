@@ -12,7 +12,8 @@ import sys
 def main(url: str, warehouse: str) -> dict:
     from pyspark.sql import SparkSession
 
-    from paimonflow.jobs.session import is_connect, spark_session
+    from paimonflow.jobs.session import spark_session
+    from paimonflow.jobs.spark_info import is_connect
 
     spark = spark_session(master=url)
     assert is_connect(spark) and type(spark) is not SparkSession
