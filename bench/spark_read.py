@@ -29,7 +29,7 @@ RUN = """
 import json, statistics, sys, time
 from paimonflow.jobs.session import spark_session
 master, wh, files, reps = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
-spark = spark_session(master=master, conf={"spark.executor.memory": "2g", "spark.driver.memory": "3g"})
+spark = spark_session(master=master, conf={"spark.executor.memory": "900m", "spark.driver.memory": "3g"})
 spark.sparkContext.setLogLevel("ERROR")
 
 def timed(frame):
@@ -75,6 +75,7 @@ def main() -> None:
     report: dict = {"rows": args.rows, "files": len(files)}
     for master in ("local[1]", "local[2]"):
         report[master] = run(master, wh, files, args.reps)
+        print(master, json.dumps(report[master]), file=sys.stderr, flush=True)  # partial results
     if not args.no_cluster:
         from tests.spark.cluster import StandaloneCluster, spark_env
 

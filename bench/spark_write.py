@@ -38,7 +38,7 @@ from paimonflow.jobs.location import TableLocation
 from paimonflow.jobs.write import WriteSource, write
 master, wh, source, slots = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 spark = spark_session(master=master, conf={"spark.sql.shuffle.partitions": str(slots),
-                                           "spark.driver.memory": "4g", "spark.executor.memory": "2g"})
+                                           "spark.driver.memory": "4g", "spark.executor.memory": "900m"})
 spark.sparkContext.setLogLevel("ERROR")
 started = time.perf_counter() - t0
 runs, floor = [], []
@@ -107,6 +107,7 @@ def main() -> None:
     report: dict = {"rows": args.rows, "core": statistics.median(core_write(root, source) for _ in range(args.reps))}
     for master, slots in (("local[1]", 8), ("local[2]", 8)):
         report[master] = spark_write(root, source, master, slots, args.reps)
+        print(master, json.dumps(report[master]), file=sys.stderr, flush=True)  # partial results
     report["speedup_local2_vs_local1"] = round(report["local[1]"]["warm"] / report["local[2]"]["warm"], 2)
     if not args.no_cluster:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
