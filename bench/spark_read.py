@@ -13,17 +13,15 @@ the same rows).
 
 from __future__ import annotations
 
-import argparse
 import glob
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.spark_write import SCHEMA, make_source, new_table
+from bench.spark_write import SCHEMA, arguments, make_source, new_table, run_script
 
 RUN = """
 import json, statistics, sys, time
@@ -49,19 +47,11 @@ print(json.dumps(out))
 
 
 def run(master: str, wh: str, files: list[str], reps: int, env=None) -> dict:
-    out = subprocess.run([sys.executable, "-c", RUN, master, wh, json.dumps(files), str(reps)],
-                         capture_output=True, text=True, env=env)
-    if out.returncode:
-        raise SystemExit(out.stderr[-3000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_script(RUN, [master, wh, json.dumps(files), str(reps)], env)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=5_000_000)
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--no-cluster", action="store_true")
-    args = parser.parse_args()
+    args = arguments()
     import pyarrow.parquet as pq
 
     from paimonflow.core import Catalog

@@ -84,23 +84,33 @@ def core_write(root: Path, source: Path) -> float:
     return time.perf_counter() - start
 
 
-def spark_write(root: Path, source: Path, master: str, slots: int, reps: int, env=None) -> dict:
-    tables = [new_table(root) for _ in range(reps + 1)]
-    out = subprocess.run([sys.executable, "-c", SPARK_RUN, master, "-", str(source), str(slots), *tables],
-                         capture_output=True, text=True, env=env)
+def run_script(script: str, arguments: list[str], env=None) -> dict:
+    """Run a benchmark ``script`` in a fresh Python process (its own Spark session); its last
+    stdout line, a JSON object."""
+    out = subprocess.run([sys.executable, "-c", script, *arguments], capture_output=True, text=True, env=env)
     if out.returncode:
         raise SystemExit(out.stderr[-3000:])
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def spark_write(root: Path, source: Path, master: str, slots: int, reps: int, env=None) -> dict:
+    tables = [new_table(root) for _ in range(reps + 1)]
+    result = run_script(SPARK_RUN, [master, "-", str(source), str(slots), *tables], env)
     result["vs_floor"] = round(result["warm"] / result["floor"], 2)
     return result
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
+    """The Spark benchmarks' command line: --rows, --reps, --no-cluster."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--no-cluster", action="store_true")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
     root = Path(tempfile.mkdtemp(prefix="spark-bench-"))
     source = root / "source.parquet"
     make_source(source, args.rows)
