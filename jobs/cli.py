@@ -13,7 +13,9 @@ import functools
 import json
 import signal
 import sys
-from contextlib import ExitStack
+import threading
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, overload
@@ -66,9 +68,9 @@ def job(name: str):
     def decorate(fn):
         @functools.wraps(fn)
         def run(*args, **kwargs):
-            signal.signal(signal.SIGTERM, _terminated)
             try:
                 with ExitStack() as running, typed_errors():  # a user's mistake Spark reported, typed
+                    running.enter_context(_sigterm_interrupts())
                     _RUNNING.update(job=name, stack=running)
                     result = with_master(fn(*args, **kwargs))
             except PaimonflowError as exc:
@@ -93,6 +95,21 @@ def _fail(name: str, error: str, message: str) -> None:
 
 def _terminated(signum, frame) -> None:
     raise KeyboardInterrupt("SIGTERM")
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """While a job runs, SIGTERM (a scheduler killing its task) interrupts it like SIGINT, so its
+    Spark work is cancelled; the previous handler is back afterwards. Only the main thread can
+    handle signals; a job run from another thread (a test runner) keeps the process's handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 _RUNNING: dict = {"job": None, "stack": None}

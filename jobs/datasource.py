@@ -111,7 +111,7 @@ class PaimonflowDataSource(DataSource):
         return kind(self.location, self.options, schema, parallelism=self.parallelism)
 
     def streamReader(self, schema):
-        return PaimonflowStreamReader(self.location, self.options, schema)
+        return PaimonflowStreamReader(self.location, self.options, schema, parallelism=self.parallelism)
 
     def writer(self, schema, overwrite: bool):
         return PaimonflowWriter(self.location, self.options, overwrite)
@@ -154,6 +154,12 @@ class SplitPartition(InputPartition):
     kind: str
     payload: bytes  # the pickled list of core Splits, for "splits"
     snapshot_id: int
+
+
+def _split_partitions(packing: SplitPacking, splits: list, snapshot_id: int) -> list[SplitPartition]:
+    """The Spark partitions reading ``splits`` of snapshot ``snapshot_id``, packed by ``packing``."""
+    groups = packing.pack(splits, [sum(f.file_size for f in s.files) for s in splits], [len(s.files) for s in splits])
+    return [SplitPartition("splits", pickle.dumps(g), snapshot_id) for g in groups]
 
 
 def _target_schema(spark_schema) -> pa.Schema:
@@ -220,9 +226,7 @@ class PaimonflowReader(DataSourceReader):
         # so a time-travel read under another schema is planned without it (Spark still filters)
         same = self.read_schema.id == table.schema.id
         splits = table.plan(filter=self.predicate if same else None, snapshot_id=self.snapshot_id)
-        groups = self.packing.pack(splits, [sum(f.file_size for f in s.files) for s in splits],
-                                   [len(s.files) for s in splits])
-        return [SplitPartition("splits", pickle.dumps(g), self.snapshot_id) for g in groups] or [
+        return _split_partitions(self.packing, splits, self.snapshot_id) or [
             SplitPartition("empty", b"", self.snapshot_id)]
 
     def read(self, partition: InputPartition):
@@ -286,9 +290,11 @@ class PaimonflowStreamReader(DataSourceStreamReader):
     (protecting unread snapshots from expiry) whenever Spark commits a micro-batch.
     ``max-snapshots-per-trigger`` bounds a micro-batch (default 100)."""
 
-    def __init__(self, location: TableLocation, options: Mapping[str, str], schema) -> None:
+    def __init__(self, location: TableLocation, options: Mapping[str, str], schema, *,
+                 parallelism: int = DEFAULT_PARALLELISM) -> None:
         table = location.open()
         self.location, self.options = location.pinned(table.schema.id), dict(options)
+        self.packing = SplitPacking.from_options({**table.options.raw, **self.options}, parallelism)
         self.target = _target_schema(schema)
         self.with_rowkind = ROWKIND in self.target.names and _flag(options, "with-rowkind")
         self.columns = [n for n in self.target.names if n != ROWKIND or not self.with_rowkind]
@@ -316,8 +322,7 @@ class PaimonflowStreamReader(DataSourceStreamReader):
         out = []
         table = self.location.open()
         if start.get("full"):
-            out += [SplitPartition("splits", pickle.dumps([s]), start["full"])
-                    for s in table.plan(snapshot_id=start["full"])]
+            out += _split_partitions(self.packing, table.plan(snapshot_id=start["full"]), start["full"])
         out += [SplitPartition("changes", b"", sid) for sid in range(start["next"], end["next"])]
         return out
 

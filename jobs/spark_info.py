@@ -26,4 +26,3 @@ def default_parallelism(spark) -> int:
     if is_connect(spark):
         return DEFAULT_PARALLELISM
     return int(spark.sparkContext.defaultParallelism)
-

@@ -24,6 +24,7 @@ import pyarrow as pa
 from paimonflow.core.errors import CommitOutcomeUnknownError, InvalidArgumentError
 from paimonflow.core.faults import crash_point
 from paimonflow.core.write.commit import BATCH_COMMIT_IDENTIFIER
+from paimonflow.core.write.conform import chunks
 
 from .executor import executor_identity
 from .location import TableLocation
@@ -127,34 +128,14 @@ def _bucketed(df, table, location: TableLocation):
     return df.mapInArrow(_with_buckets(location), bucketed)
 
 
-CHUNK_ROWS = 1 << 18  # rows handed to the core writer at once
-
-
-def chunks(batches: Iterator[pa.RecordBatch], rows: int = CHUNK_ROWS) -> Iterator[pa.Table]:
-    """``batches`` regrouped into tables of at least ``rows`` rows (the last may be smaller).
-    Spark hands a task Arrow batches of 10,000 rows; the core routes every batch to its
-    (partition, bucket) groups, so small batches multiply its per-group work (measured: 80
-    groups x 134 batches took half of a 1.25 M-row task's time)."""
-    pending: list[pa.RecordBatch] = []
-    count = 0
-    for batch in batches:
-        pending.append(batch)
-        count += batch.num_rows
-        if count >= rows:
-            yield pa.Table.from_batches(pending)
-            pending, count = [], 0
-    if pending:
-        yield pa.Table.from_batches(pending)
-
-
 def write_batches(table, batches: Iterator[pa.RecordBatch], *, row_kind_column: str | None = None,
                   drop: Sequence[str] = (), **new_write: object) -> list:
     """One Spark task's write: every batch (less ``drop`` and the row-kind column, whose values
-    give each row's kind) through one core writer, in chunks of :data:`CHUNK_ROWS`; returns its
+    give each row's kind) through one core writer, regrouped as the core regroups a stream (``conform.chunks``); returns its
     commit messages. On failure the files already written are deleted (nothing will ever commit them)."""
     writer = table.new_write(**new_write)
     try:
-        for chunk in chunks(batches):
+        for chunk in chunks(batches, writer.chunk_bytes):
             kinds = chunk.column(row_kind_column) if row_kind_column else None
             unwanted = [n for n in (*drop, row_kind_column) if n and n in chunk.schema.names]
             writer.write(chunk.drop_columns(unwanted) if unwanted else chunk, row_kinds=kinds)

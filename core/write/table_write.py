@@ -31,7 +31,7 @@ from ..options.merge import merge_spec_for
 from ..options.registry import ChangelogProducer
 from .bucket_index import DynamicBucketOptions, PartitionBucketIndex
 from .buffer import RUN_BATCH_ROWS, SpillDirectory, iter_run, iter_slices, merge_runs, remove_files, write_run
-from .conform import conform, row_kinds_of, to_arrow_table
+from .conform import chunks, conform, row_kinds_of, to_arrow_table
 from .cross_partition import CrossPartitionRouter
 from .file_writer import DataFileWriter
 from .messages import FILE_SOURCE_COMPACT, CommitMessage
@@ -169,12 +169,19 @@ class TableWrite:
 
     # -- routing -----------------------------------------------------------------------------
 
+    @property
+    def chunk_bytes(self) -> int:
+        """The most bytes of a stream routed at once: a quarter of the write buffer (batches of a
+        stream are regrouped, up to this, because routing costs per call)."""
+        return max(1, self._options.write_buffer_size // 4)
+
     def write(self, data, *, row_kinds=None) -> None:
         """Validate ``data`` against the schema and buffer it by (partition, bucket).
 
         ``data`` is a pyarrow Table or RecordBatch (validated whole: on error nothing of it is
-        buffered) or an iterable / RecordBatchReader of batches (streamed: each batch is validated
-        and buffered in turn, so memory stays bounded by the write buffer). Raises SchemaError
+        buffered) or an iterable / RecordBatchReader of batches (streamed: batches are validated
+        and buffered in chunks of at most :attr:`chunk_bytes`, so memory stays bounded by the
+        write buffer and a quarter of it). Raises SchemaError
         (wrong/missing/extra columns, impossible casts) or DataError (null in a NOT NULL or
         primary-key column, unknown row kind, retractions into an append table).
         """
@@ -192,19 +199,11 @@ class TableWrite:
         if row_kinds is not None and not isinstance(row_kinds, str):
             self._write_table(to_arrow_table(list(batches)), row_kinds)  # per-row kinds need the whole input
             return
-        first: pa.Schema | None = None
-        for batch in batches:
-            if not isinstance(batch, (pa.RecordBatch, pa.Table)):
-                raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches")
-            if first is None:
-                first = batch.schema
-            elif not batch.schema.equals(first):
-                differ = sorted({f.name for f in batch.schema} ^ {f.name for f in first}
-                                | {f.name for f in batch.schema if f.name in first.names
-                                   and first.field(f.name).type != f.type})
-                raise SchemaError(f"the record batches do not share one schema; columns {differ} differ")
-            self._write_table(to_arrow_table(batch), row_kinds)
-        if first is None:
+        written = False
+        for chunk in chunks(_one_schema(batches), self.chunk_bytes):
+            self._write_table(chunk, row_kinds)
+            written = True
+        if not written:
             raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches")
 
     def _write_table(self, data: pa.Table, row_kinds) -> None:
@@ -533,3 +532,19 @@ class TableWrite:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _one_schema(batches: Iterable) -> Iterator[pa.RecordBatch | pa.Table]:
+    """``batches``, checked to be Arrow batches or tables of one schema."""
+    first: pa.Schema | None = None
+    for batch in batches:
+        if not isinstance(batch, (pa.RecordBatch, pa.Table)):
+            raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches")
+        if first is None:
+            first = batch.schema
+        elif not batch.schema.equals(first):
+            differ = sorted({f.name for f in batch.schema} ^ {f.name for f in first}
+                            | {f.name for f in batch.schema if f.name in first.names
+                               and first.field(f.name).type != f.type})
+            raise SchemaError(f"the record batches do not share one schema; columns {differ} differ")
+        yield batch

@@ -45,3 +45,13 @@ def test_keys_it_cannot_express_are_left_to_the_core():
     assert bucket_expression([key], {"id": "int"}, 8) is None  # the source needs a cast first
     assert bucket_expression([pa.field("s", pa.string(), nullable=False)], {"s": "string"}, 8) is None
     assert bucket_expression([key], {"id": "bigint"}, -1) is None and bucket_expression([], {}, 8) is None
+
+
+def test_a_key_of_more_than_56_fields_has_the_longer_header(spark):
+    """Beyond 56 fields the null bits need a second header word (``binary_row.header_size``)."""
+    width = 60
+    df = spark.range(-300, 300).selectExpr(*[f"id * {i + 1} as c{i}" for i in range(width)])
+    fields = [pa.field(f"c{i}", pa.int64(), nullable=False) for i in range(width)]
+    got = np.array([r[0] for r in df.selectExpr(bucket_expression(fields, dict(df.dtypes), 5)).collect()])
+    ids = np.arange(-300, 300, dtype=np.int64)
+    assert np.array_equal(got, bucket_ids([pa.array(ids * (i + 1)) for i in range(width)], 5))

@@ -374,3 +374,24 @@ def test_an_error_raised_inside_a_task_comes_back_as_its_own_type():
     error = typed_error(RuntimeError("paimonflow.core.errors.InvalidNameError: invalid tag name '..': dots"))
     assert isinstance(error, InvalidNameError) and "dots" in str(error)
     assert typed_error(RuntimeError("a defect")) is None  # not a user's mistake: reported in full
+
+
+def test_sigterm_interrupts_a_job_only_while_it_runs_and_only_from_the_main_thread():
+    import threading
+
+    from paimonflow.jobs.cli import _sigterm_interrupts, _terminated
+
+    before = signal.getsignal(signal.SIGTERM)
+    with _sigterm_interrupts():
+        assert signal.getsignal(signal.SIGTERM) is _terminated
+    assert signal.getsignal(signal.SIGTERM) is before  # the process's own handler is back
+    seen: dict = {}
+
+    def in_a_thread():  # signal.signal would raise ValueError here
+        with _sigterm_interrupts():
+            seen["handler"] = signal.getsignal(signal.SIGTERM)
+
+    worker = threading.Thread(target=in_a_thread)
+    worker.start()
+    worker.join()
+    assert seen["handler"] is before
