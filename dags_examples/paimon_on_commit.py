@@ -1,28 +1,23 @@
 """Event-driven scheduling on table commits (Airflow 3 asset watchers): the triggerer runs
 ``PaimonCommitEventTrigger`` on ``shop.orders``; every batch of new APPEND/OVERWRITE snapshots
-becomes an asset event, which starts this DAG. The run reads what changed between the snapshots
-the event reports and refreshes a downstream summary table."""
+becomes an asset event, which starts this DAG: once per batch of commits, whoever made them (the
+trigger's cursor survives triggerer restarts in the asset's state store). The run reads the table
+as of the snapshot the event reports and refreshes a summary."""
 
 from __future__ import annotations
 
 import os
 from datetime import datetime
 
-from airflow.sdk import DAG, Asset, AssetWatcher, task
+from airflow.sdk import DAG, task
 
-from paimonflow.operators.airflow import table_asset
-from paimonflow.sensors.airflow import PaimonCommitEventTrigger
+from paimonflow.sensors.airflow import table_commits_asset
 
 WAREHOUSE = os.environ.get("PAIMONFLOW_WAREHOUSE", os.path.abspath("demo-warehouse"))
 TABLE = "shop.orders"
 
-_orders = table_asset(WAREHOUSE, TABLE)
-orders_commits = Asset(
-    uri=_orders.uri,
-    name=_orders.name,
-    watchers=[AssetWatcher(name="paimon_orders_commits",
-                           trigger=PaimonCommitEventTrigger(table=TABLE, warehouse=WAREHOUSE, poll_interval=30))],
-)
+# the commits of shop.orders (not the table's own asset, which the writing tasks name as outlets)
+orders_commits = table_commits_asset(WAREHOUSE, TABLE, poll_interval=30)
 
 with DAG(dag_id="paimon_on_commit", schedule=[orders_commits], start_date=datetime(2026, 11, 1), catchup=False,
          tags=["paimonflow"]):

@@ -3,19 +3,28 @@
 Pure Python over the core (no Airflow or Dagster imports): the Airflow plugin serves it as a page,
 the Dagster code attaches its numbers as asset metadata. What it shows: the snapshot timeline
 (one bar per retained snapshot, coloured by commit kind, height = rows added or removed), files and
-bytes per bucket and LSM level, small files, tags, consumers, branches, and when the table was last
-compacted and last expired.
+bytes per bucket and LSM level, small files, tags, consumers, branches, when the table was last
+compacted and last expired, and the table's comment and options (credential-like values redacted).
+
+The page is rendered from ``templates/table_health.html`` with autoescaping (:mod:`.templating`):
+names, comments and option values come from the table's files, which any engine may have written,
+and always show as text.
 """
 
 from __future__ import annotations
 
-import html
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 KIND_COLOURS = {"APPEND": "#4e79a7", "COMPACT": "#59a14f", "OVERWRITE": "#e15759", "ANALYZE": "#b07aa1"}
 SMALL_FILE_FRACTION = 0.1  # a data file under 10% of target-file-size, in a bucket with others, is small
+# Option keys whose values are never shown: storage settings (paimonflow refuses them as table options, but
+# tables written by other engines may hold them) and anything named like a credential.
+REDACTED_OPTION_PREFIXES = ("s3.", "s3a.", "fs.", "oss.", "gs.", "azure.", "hadoop.")
+REDACTED_OPTION_WORDS = ("secret", "password", "token", "credential", "access-key", "access.key", "accesskey")
+REDACTED = "<redacted>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +41,8 @@ class Health:
     last_compaction: str | None = None
     earliest_snapshot: int | None = None
     latest_snapshot: int | None = None
+    comment: str | None = None
+    options: dict[str, str] = field(default_factory=dict)  # credential-like values redacted
 
     def metrics(self) -> dict[str, object]:
         """Plain numbers (for XCom, Dagster metadata, logs)."""
@@ -44,6 +55,15 @@ class Health:
 
 def _time(millis: int) -> str:
     return datetime.fromtimestamp(millis / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def shown_options(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` sorted by key, with the value of every storage or credential-like key redacted."""
+    def secret(key: str) -> bool:
+        lowered = key.lower()
+        return lowered.startswith(REDACTED_OPTION_PREFIXES) or any(w in lowered for w in REDACTED_OPTION_WORDS)
+
+    return {k: REDACTED if secret(k) else str(v) for k, v in sorted(options.items())}
 
 
 def table_health(table) -> Health:
@@ -78,85 +98,106 @@ def table_health(table) -> Health:
         consumers={cid: c.next_snapshot for cid, c in sorted(table.consumer_manager.list().items())},
         branches=table.branches.list(),
         last_compaction=_time(compactions[-1].time_millis) if compactions else None,
-        earliest_snapshot=snapshots[0].id if snapshots else None, latest_snapshot=latest.id if latest else None)
+        earliest_snapshot=snapshots[0].id if snapshots else None, latest_snapshot=latest.id if latest else None,
+        comment=table.schema.comment, options=shown_options(table.schema.options))
 
 
-def _timeline_svg(snapshots: list[dict]) -> str:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimelineBar:
+    """One snapshot's bar in the timeline picture (SVG user units)."""
+
+    snapshot_id: int
+    kind: str
+    time: str
+    delta: int
+    colour: str
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timeline:
+    width: int
+    height: int
+    bars: tuple[TimelineBar, ...]
+
+
+def timeline_picture(snapshots: list[dict]) -> Timeline | None:
+    """The geometry of the snapshot timeline: one bar per snapshot, height = rows added or removed."""
     if not snapshots:
-        return "<p>No snapshots yet.</p>"
+        return None
     width, height, gap = max(40, 28 * len(snapshots)), 160, 4
     bar = (width - gap * len(snapshots)) / len(snapshots)
     peak = max(max(abs(s["delta"]) for s in snapshots), 1)
-    parts = [f'<svg role="img" aria-label="snapshot timeline" width="{width}" height="{height + 40}" '
-             f'xmlns="http://www.w3.org/2000/svg">']
+    bars = []
     for i, s in enumerate(snapshots):
-        h = max(4, (height - 20) * abs(s["delta"]) / peak)
-        x = i * (bar + gap)
-        colour = KIND_COLOURS.get(s["kind"], "#999")
-        parts.append(f'<rect x="{x:.1f}" y="{height - h:.1f}" width="{bar:.1f}" height="{h:.1f}" fill="{colour}">'
-                     f'<title>snapshot {s["id"]} {s["kind"]} at {s["time"]}: {s["delta"]} rows</title></rect>')
-        parts.append(f'<text x="{x + bar / 2:.1f}" y="{height + 14}" font-size="10" text-anchor="middle">{s["id"]}</text>')
-    parts.append("</svg>")
-    legend = " ".join(f'<span style="color:{c}">■</span> {k}' for k, c in KIND_COLOURS.items())
-    return "".join(parts) + f"<div class='legend'>{legend}</div>"
+        h = max(4.0, (height - 20) * abs(s["delta"]) / peak)
+        bars.append(TimelineBar(snapshot_id=s["id"], kind=s["kind"], time=s["time"], delta=s["delta"],
+                                colour=KIND_COLOURS.get(s["kind"], "#999"), x=round(i * (bar + gap), 1),
+                                y=round(height - h, 1), width=round(bar, 1), height=round(h, 1)))
+    return Timeline(width=width, height=height, bars=tuple(bars))
 
 
-def _levels_svg(cells: dict[tuple[str, int, int], tuple[int, int]]) -> str:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LevelCell:
+    """The files of one (partition, bucket, level) in the heat map (SVG user units)."""
+
+    level: int
+    files: int
+    bytes: int
+    x: int
+    shade: str  # the fill's alpha, "0.04" (no files) to "1.00" (the most files)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LevelRow:
+    partition: str
+    bucket: int
+    y: int
+    cells: tuple[LevelCell, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LevelGrid:
+    width: int
+    height: int
+    cell_width: int
+    cell_height: int
+    levels: tuple[tuple[int, int], ...]  # (x of the column, level)
+    rows: tuple[LevelRow, ...]
+
+
+def levels_picture(cells: dict[tuple[str, int, int], tuple[int, int]]) -> LevelGrid | None:
+    """The geometry of the heat map of files per (partition, bucket) row and LSM level column."""
     if not cells:
-        return "<p>No data files.</p>"
-    rows = sorted({(p, b) for p, b, _ in cells})
+        return None
+    keys = sorted({(p, b) for p, b, _ in cells})
     levels = sorted({lvl for _, _, lvl in cells})
     peak = max(n for n, _ in cells.values())
     cw, ch, left = 56, 22, 190
-    width, height = left + cw * len(levels), 24 + ch * len(rows)
-    parts = [f'<svg role="img" aria-label="files per bucket and level" width="{width}" height="{height}" '
-             f'xmlns="http://www.w3.org/2000/svg">']
-    for j, lvl in enumerate(levels):
-        parts.append(f'<text x="{left + j * cw + cw / 2}" y="14" font-size="11" text-anchor="middle">level {lvl}</text>')
-    for i, (partition, bucket) in enumerate(rows):
-        y = 20 + i * ch
-        parts.append(f'<text x="4" y="{y + 15}" font-size="11">{html.escape(partition)} / bucket {bucket}</text>')
+    rows = []
+    for i, (partition, bucket) in enumerate(keys):
+        row = []
         for j, lvl in enumerate(levels):
             n, size = cells.get((partition, bucket, lvl), (0, 0))
-            shade = 0.12 + 0.88 * n / peak if n else 0.04
-            parts.append(f'<rect x="{left + j * cw + 2}" y="{y}" width="{cw - 4}" height="{ch - 3}" '
-                         f'fill="rgba(78,121,167,{shade:.2f})"><title>{n} files, {size} bytes</title></rect>')
-            if n:
-                parts.append(f'<text x="{left + j * cw + cw / 2}" y="{y + 14}" font-size="11" '
-                             f'text-anchor="middle">{n}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+            row.append(LevelCell(level=lvl, files=n, bytes=size, x=left + j * cw,
+                                 shade=f"{0.12 + 0.88 * n / peak if n else 0.04:.2f}"))
+        rows.append(LevelRow(partition=partition, bucket=bucket, y=20 + i * ch, cells=tuple(row)))
+    return LevelGrid(width=left + cw * len(levels), height=24 + ch * len(keys), cell_width=cw, cell_height=ch,
+                     levels=tuple((left + j * cw, lvl) for j, lvl in enumerate(levels)), rows=tuple(rows))
 
 
 def render_html(health: Health) -> str:
-    """The whole page (self-contained HTML, no scripts)."""
-    esc = html.escape
-    m = health.metrics()
-    cards = "".join(f"<div class='card'><div class='n'>{esc(str(v if v is not None else '—'))}</div>"
-                    f"<div class='l'>{esc(k.replace('_', ' '))}</div></div>"
-                    for k, v in m.items() if k != "table")
-    tags = "".join(f"<tr><td>{esc(n)}</td><td>{sid}</td></tr>" for n, sid in health.tags.items()) or \
-        "<tr><td colspan=2>none</td></tr>"
-    consumers = "".join(f"<tr><td>{esc(c)}</td><td>{n}</td></tr>" for c, n in health.consumers.items()) or \
-        "<tr><td colspan=2>none</td></tr>"
-    branches = ", ".join(esc(b) for b in health.branches) or "none"
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{esc(health.table)} · table health</title>
-<style>body{{font-family:system-ui,sans-serif;margin:24px;color:#222}} h1{{font-size:22px}}
-.cards{{display:flex;flex-wrap:wrap;gap:10px}} .card{{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:110px}}
-.n{{font-size:20px;font-weight:600}} .l{{font-size:12px;color:#666}} table{{border-collapse:collapse}}
-td,th{{border-bottom:1px solid #eee;padding:3px 10px;text-align:left}} .legend{{font-size:12px;margin-top:4px}}
-section{{margin-top:22px}}</style></head><body>
-<h1>Table health: {esc(health.table)}</h1>
-<div class="cards">{cards}</div>
-<section><h2>Snapshot timeline</h2>{_timeline_svg(health.snapshots)}</section>
-<section><h2>Files per bucket and level</h2>{_levels_svg(health.files_by_bucket_level)}
-<p>{health.small_files} small file(s) of {health.total_files}; {health.total_bytes} bytes in all.</p></section>
-<section><h2>Tags</h2><table><tr><th>tag</th><th>snapshot</th></tr>{tags}</table></section>
-<section><h2>Consumers</h2><table><tr><th>consumer</th><th>next snapshot</th></tr>{consumers}</table></section>
-<section><h2>Branches</h2><p>{branches}</p></section>
-<section><h2>Maintenance</h2><p>Last compaction: {esc(health.last_compaction or 'never')}.
-Retained snapshots {health.earliest_snapshot}..{health.latest_snapshot} (earlier ones expired).</p></section>
-</body></html>"""
+    """The whole page: self-contained HTML with inline SVG, no scripts. Every name, comment and
+    option value is HTML-escaped (``templates/table_health.html``, rendered autoescaping)."""
+    from .templating import render_template
+
+    cards = [(k.replace("_", " "), "—" if v is None else v) for k, v in health.metrics().items() if k != "table"]
+    return render_template("table_health.html", health=health, cards=cards, kind_colours=KIND_COLOURS,
+                           timeline=timeline_picture(health.snapshots),
+                           levels=levels_picture(health.files_by_bucket_level))
 
 
-__all__ = ["Health", "render_html", "table_health"]
+__all__ = ["Health", "render_html", "shown_options", "table_health"]

@@ -1,12 +1,14 @@
 """The Airflow hook: a ``paimon`` connection opens catalogs and tables and runs paimonflow jobs.
 
-Connection (type ``paimon``):
+Connection (type ``paimon``; its form in Airflow's UI is declared in
+:mod:`paimonflow.plugins.airflow.provider_info`):
 
 * **host**: the warehouse URI (``/data/warehouse``, ``file:///data/warehouse``, ``s3://lake/wh``);
 * **login** / **password**: the S3 access key and secret key (optional);
 * **extra**: more storage options, e.g. ``{"s3.endpoint": "http://minio:9000", "s3.region": "eu-west-1"}``,
   and ``"engine"`` (default engine of the operators: ``spark``, ``core`` or ``spark-submit``),
-  ``"spark_conn_id"`` (the Spark connection ``spark-submit`` uses).
+  ``"spark_conn_id"`` (the Spark connection ``spark-submit`` uses). A key whose value is null or
+  empty (a form field left empty) is absent; a boolean storage option becomes ``"true"``/``"false"``.
 
 Secrets (password, ``s3.secret-key``, ``s3.session-token``) are registered with Airflow's secrets
 masker as soon as they are read, so they never show in task logs, rendered templates or XCom.
@@ -25,9 +27,22 @@ from airflow.sdk import BaseHook
 from paimonflow.core import Catalog
 from paimonflow.core.errors import InvalidArgumentError
 from paimonflow.jobs.location import STORAGE_PREFIXES, TableLocation
+from paimonflow.plugins.airflow.provider_info import (
+    CONNECTION_TYPE,
+    DEFAULT_SPARK_CONN_ID,
+    ENGINES,
+    HOOK_NAME,
+    ui_field_behaviour,
+)
 
 SECRET_KEYS = ("s3.secret-key", "s3.session-token", "fs.s3.secret-key")
-ENGINES = ("spark", "core", "spark-submit")
+
+
+def _storage_text(value: Any) -> str:
+    """A storage option as the storage layer takes it: text (``true``/``false`` for a boolean)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _mask(value: str | None) -> None:
@@ -40,8 +55,8 @@ def _mask(value: str | None) -> None:
 class PaimonHook(BaseHook):
     conn_name_attr = "paimon_conn_id"
     default_conn_name = "paimon_default"
-    conn_type = "paimon"
-    hook_name = "Apache Paimon (paimonflow)"
+    conn_type = CONNECTION_TYPE
+    hook_name = HOOK_NAME
 
     def __init__(self, paimon_conn_id: str | None = default_conn_name, *, warehouse: str | None = None,
                  storage_options: Mapping[str, str] | None = None, **kwargs: Any) -> None:
@@ -52,13 +67,9 @@ class PaimonHook(BaseHook):
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        return {
-            "hidden_fields": ["schema", "port"],
-            "relabeling": {"host": "Warehouse URI", "login": "S3 access key", "password": "S3 secret key"},
-            "placeholders": {"host": "s3://lake/warehouse or /data/warehouse",
-                             "extra": '{"s3.endpoint": "http://minio:9000", "s3.region": "eu-west-1", '
-                                      '"engine": "spark"}'},
-        }
+        """The connection form's standard fields, as the provider info declares them (Airflow 3.3
+        reads the provider info and never calls this; it is kept for callers of the hook API)."""
+        return ui_field_behaviour()
 
     def _load(self) -> tuple[str, dict[str, str], dict[str, Any]]:
         """(warehouse, storage options, other extras) from the connection or the explicit values."""
@@ -74,7 +85,12 @@ class PaimonHook(BaseHook):
             if conn.schema and warehouse and "://" not in warehouse:  # an URI split by Airflow's parser
                 warehouse = f"{conn.schema}://{warehouse}"
             for key, value in extra.items():
-                (storage if key.lower().startswith(STORAGE_PREFIXES) else extras)[key] = value
+                if value is None or value == "":  # a field of the connection form left empty
+                    continue
+                if key.lower().startswith(STORAGE_PREFIXES):
+                    storage[key] = _storage_text(value)
+                else:
+                    extras[key] = value
             if conn.login:
                 storage.setdefault("s3.access-key", conn.login)
             if conn.password:
@@ -93,11 +109,11 @@ class PaimonHook(BaseHook):
 
     @property
     def default_engine(self) -> str:
-        return str(self._load()[2].get("engine", "spark"))
+        return str(self._load()[2].get("engine", ENGINES[0]))
 
     @property
     def spark_conn_id(self) -> str:
-        return str(self._load()[2].get("spark_conn_id", "spark_default"))
+        return str(self._load()[2].get("spark_conn_id", DEFAULT_SPARK_CONN_ID))
 
     def get_conn(self) -> Catalog:
         warehouse, storage, _ = self._load()

@@ -7,6 +7,11 @@ is configured for a cluster), ``spark-submit`` (the same job through the Airflow
 tables). Maintenance planning is the same code on every engine.
 
 Every operator is keyword-only; templated fields are stored as given and checked in ``execute``.
+Every parameter but the boolean flags (``full``, ``dry_run``, ``delete_all``) is templated, so a
+DAG can take names, ids, timestamps, durations, partition specs, SQL and Spark settings from
+``{{ ds }}``, ``params``, ``dag_run.conf`` or XCom; a number or duration may arrive as the text a
+template renders (``"42"``, ``"7 d"``) and is converted once, in ``execute``, a bad one failing
+with one :class:`~paimonflow.core.errors.InvalidArgumentError` line naming the field.
 It returns its job's result (a JSON-able dict) to XCom, adds the snapshot id to the Airflow Asset
 events of its outlets (``table_asset(...)`` makes the table's asset), and commits under a commit
 user derived from the DAG, task, map index and logical date (or run id), so a retried task never
@@ -16,10 +21,12 @@ the Spark job.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import jinja2
 from airflow.sdk import Asset, BaseOperator
 
 from paimonflow.core.errors import InvalidArgumentError
@@ -32,6 +39,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 RUN_IDENTIFIER = 1  # one commit per task run: the run is in the commit user
+_INTEGER = re.compile(r"\s*[-+]?[0-9]+\s*")
+_ABSENT = ("", "None")  # what a template that rendered nothing (or None) leaves in a field
 
 
 def table_asset(warehouse: str, identifier: str) -> Asset:
@@ -63,7 +72,9 @@ class PaimonJobOperator(BaseOperator):
 
     job: ClassVar[str] = ""
     commits: ClassVar[bool] = False  # whether the job commits (and so needs a commit identity)
-    template_fields: Sequence[str] = ("table", "warehouse", "engine")
+    template_fields: Sequence[str] = ("table", "paimon_conn_id", "warehouse", "engine", "master", "spark_conf",
+                                      "spark_conn_id")
+    template_fields_renderers: ClassVar[dict[str, str]] = {"spark_conf": "json"}
     ui_color = "#e8f4fa"
 
     def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
@@ -72,7 +83,7 @@ class PaimonJobOperator(BaseOperator):
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.table, self.paimon_conn_id, self.warehouse, self.engine = table, paimon_conn_id, warehouse, engine
-        self.master, self.spark_conf, self.spark_conn_id = master, dict(spark_conf or {}), spark_conn_id
+        self.master, self.spark_conf, self.spark_conn_id = master, spark_conf, spark_conn_id
         self._spark: SparkSession | None = None
         self._tag: str | None = None  # the Spark job tag of the running job, for on_kill
         self._submit_hook: SparkSubmitHook | None = None
@@ -132,14 +143,16 @@ class PaimonJobOperator(BaseOperator):
         for key, kind in self._NAME_ARGUMENTS.items():
             if arguments.get(key) is not None:
                 validate_name(kind, arguments[key])
-        for attr, kind in (("branch", "branch"), ("tag", "tag")):
-            if getattr(self, attr, None) is not None:
-                validate_name(kind, getattr(self, attr))
+        branch, tag = getattr(self, "branch", None), getattr(self, "tag", None)
+        if branch is not None:
+            validate_name("branch", branch)
+        if tag:  # "": a template that rendered no tag, so none given
+            validate_name("tag", tag)
 
     def _run_in_spark(self, hook: PaimonHook, arguments: dict[str, Any], context) -> dict[str, Any]:
         from paimonflow.jobs.session import cancellable, spark_session
 
-        self._spark = spark = spark_session(master=self.master, conf=self.spark_conf)
+        self._spark = spark = spark_session(master=self.master, conf=dict(self.spark_conf or {}))
         label = f"{context['ti'].dag_id}-{context['ti'].task_id}"
         with cancellable(spark, label) as self._tag:  # on_kill interrupts what runs under it
             try:
@@ -160,7 +173,7 @@ class PaimonJobOperator(BaseOperator):
         from paimonflow.jobs.submit import submit_command
 
         command = submit_command(self.job, hook.location(self.table), arguments, result_file=result_file)
-        return SparkSubmitHook(conn_id=self.spark_conn_id or hook.spark_conn_id, conf=self.spark_conf,
+        return SparkSubmitHook(conn_id=self.spark_conn_id or hook.spark_conn_id, conf=dict(self.spark_conf or {}),
                                name=f"paimonflow-{self.job}", application_args=list(command.application_args),
                                env_vars=dict(command.env) or None)
 
@@ -196,19 +209,63 @@ class PaimonJobOperator(BaseOperator):
             self._submit_hook.on_kill()
 
 
-def _millis(value: str | int | None) -> int | None:
-    if value is None or value == "":
+def _integer(field: str, value: object) -> int | None:
+    """A templated integer field: an int, or the text a template rendered (``"42"``). None, ``""``
+    and ``"None"`` (a template that rendered nothing) mean not given; anything else raises
+    :class:`InvalidArgumentError` naming the field."""
+    if value is None or (isinstance(value, str) and value.strip() in _ABSENT):
         return None
-    return int(value) if isinstance(value, int) or str(value).isdigit() else parse_duration_millis(str(value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
+        return int(value)
+    raise InvalidArgumentError(f"{field} must be an integer, not {value!r}")
+
+
+def _millis(field: str, value: object) -> int | None:
+    """A templated duration field in milliseconds: an int, or text such as ``"7 d"``, ``"1 h"``,
+    ``"30 min"`` (a bare number is milliseconds, as in Paimon). Not given as in :func:`_integer`;
+    anything else raises :class:`InvalidArgumentError` naming the field."""
+    if value is None or (isinstance(value, str) and value.strip() in _ABSENT):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return parse_duration_millis(value)
+        except ValueError:
+            pass
+    raise InvalidArgumentError(f"{field} must be a duration such as '7 d', '1 h', '30 min' or '100 ms', "
+                               f"not {value!r}")
+
+
+def _items(value: object) -> list[Any]:
+    """A templated list field: the list (or tuple) given, or one item (a template rendering one
+    partition spec, column or bucket); None or empty: no items."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, list | tuple):
+        return list(value)
+    return [value]
 
 
 class PaimonWriteOperator(PaimonJobOperator):
     """Write files (``path`` + ``format``), a Spark table or a SQL query into the table, one commit.
-    ``mode="overwrite"`` replaces the partitions in the data, or ``overwrite_partition``."""
+    ``mode="overwrite"`` replaces the partitions in the data, or ``overwrite_partition``.
+
+    ``sql`` may name a file ending in ``.sql`` (``"queries/daily.sql"``), looked up in the DAG
+    folder and the DAG's ``template_searchpath``: Airflow reads it when it parses the DAG and renders
+    its Jinja with the run's context. Only ``sql`` is ever taken for a file: a table ``db.sql``, a
+    path or a Spark setting ending in ``.sql`` stays a value.
+    """
 
     job, commits = "write", True
     template_fields = (*PaimonJobOperator.template_fields, "path", "format", "source_table", "sql", "mode",
-                       "overwrite_partition")
+                       "overwrite_partition", "row_kind_column")
+    template_ext: Sequence[str] = (".sql",)
+    template_fields_renderers: ClassVar[dict[str, str]] = {**PaimonJobOperator.template_fields_renderers,
+                                                           "sql": "sql"}
+    _FILE_FIELDS: ClassVar[tuple[str, ...]] = ("sql",)
 
     def __init__(self, *, path: str | None = None, format: str = "parquet", source_table: str | None = None,
                  sql: str | None = None, mode: str = "append", overwrite_partition: str | None = None,
@@ -216,6 +273,36 @@ class PaimonWriteOperator(PaimonJobOperator):
         super().__init__(**kwargs)
         self.path, self.format, self.source_table, self.sql = path, format, source_table, sql
         self.mode, self.overwrite_partition, self.row_kind_column = mode, overwrite_partition, row_kind_column
+
+    def resolve_template_files(self) -> None:
+        """Read ``sql`` from its file when it names one (Airflow calls this when it parses the DAG);
+        a file not found stays a name, and rendering then fails naming it. No other field is read."""
+        if isinstance(self.sql, str) and self.sql.endswith(tuple(self.template_ext)):
+            env = self.get_template_env()
+            if env.loader is not None:
+                with contextlib.suppress(jinja2.TemplateNotFound):
+                    self.sql = env.loader.get_source(env, self.sql)[0]
+        self.prepare_template()
+
+    def _do_render_template_fields(self, parent: Any, template_fields: Iterable[str], context: Any,
+                                   jinja_env: jinja2.Environment, seen_oids: set[int]) -> None:
+        # Airflow renders a plain or a mapped task through this method, and takes every templated
+        # string ending in a template_ext for a file name: here only ``sql`` is rendered that way.
+        if parent is not self:
+            return super()._do_render_template_fields(parent, template_fields, context, jinja_env, seen_oids)
+        fields = list(template_fields)
+        files = [field for field in fields if field in self._FILE_FIELDS]
+        try:
+            super()._do_render_template_fields(self, files, context, jinja_env, seen_oids)
+        except jinja2.TemplateNotFound as exc:
+            raise InvalidArgumentError(f"sql: no file {exc.name!r} in the DAG folder or its template_searchpath") \
+                from None
+        self.template_ext = ()  # shadows the class's while the other fields render
+        try:
+            super()._do_render_template_fields(self, [f for f in fields if f not in files], context, jinja_env,
+                                               seen_oids)
+        finally:
+            del self.template_ext
 
     def arguments(self, context) -> dict[str, Any]:
         if sum(bool(x) for x in (self.path, self.source_table, self.sql)) != 1:
@@ -262,16 +349,17 @@ class PaimonCompactOperator(PaimonJobOperator):
     """Compact the table (``full``, or Paimon's universal compaction), buckets in parallel."""
 
     job, commits = "compact", True
-    template_fields = (*PaimonJobOperator.template_fields, "partitions")
+    template_fields = (*PaimonJobOperator.template_fields, "partitions", "buckets")
 
-    def __init__(self, *, full: bool = True, partitions: Sequence[str] | None = None,
-                 buckets: Sequence[int] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, full: bool = True, partitions: Sequence[str] | str | None = None,
+                 buckets: Sequence[int | str] | int | str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.full, self.partitions, self.buckets = full, partitions, buckets
 
     def arguments(self, context):
-        return {"full": bool(self.full), "partition": list(self.partitions or []) or None,
-                "bucket": list(self.buckets or []) or None}
+        buckets = [_integer("buckets", bucket) for bucket in _items(self.buckets)]
+        return {"full": bool(self.full), "partition": _items(self.partitions) or None,
+                "bucket": [b for b in buckets if b is not None] or None}
 
     def _kwargs(self, arguments):
         from paimonflow.jobs.write import partition_specs
@@ -294,10 +382,10 @@ class PaimonExpireSnapshotsOperator(PaimonJobOperator):
     """Expire snapshots by the table's options (each overridable); ``dry_run`` plans only."""
 
     job = "expire-snapshots"
-    template_fields = (*PaimonJobOperator.template_fields, "older_than")
+    template_fields = (*PaimonJobOperator.template_fields, "retain_min", "retain_max", "older_than", "max_deletes")
 
-    def __init__(self, *, retain_min: int | None = None, retain_max: int | None = None,
-                 older_than: str | None = None, max_deletes: int | None = None, dry_run: bool = False,
+    def __init__(self, *, retain_min: int | str | None = None, retain_max: int | str | None = None,
+                 older_than: str | int | None = None, max_deletes: int | str | None = None, dry_run: bool = False,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.retain_min, self.retain_max, self.older_than = retain_min, retain_max, older_than
@@ -305,28 +393,31 @@ class PaimonExpireSnapshotsOperator(PaimonJobOperator):
         self.max_deletes, self._dry_run = max_deletes, dry_run
 
     def arguments(self, context):
-        return {"retain_min": self.retain_min, "retain_max": self.retain_max,
-                "older_than_millis": _millis(self.older_than), "max_deletes": self.max_deletes,
-                "dry_run": self._dry_run}
+        return {"retain_min": _integer("retain_min", self.retain_min),
+                "retain_max": _integer("retain_max", self.retain_max),
+                "older_than_millis": _millis("older_than", self.older_than),
+                "max_deletes": _integer("max_deletes", self.max_deletes), "dry_run": self._dry_run}
 
 
 class PaimonExpireChangelogsOperator(PaimonJobOperator):
     """Expire long-lived changelogs by the table's ``changelog.*`` options (each overridable)."""
 
     job = "expire-changelogs"
-    template_fields = (*PaimonJobOperator.template_fields, "older_than")
+    template_fields = (*PaimonJobOperator.template_fields, "retain_min", "retain_max", "older_than", "max_deletes")
 
-    def __init__(self, *, retain_min: int | None = None, retain_max: int | None = None,
-                 older_than: str | None = None, max_deletes: int | None = None, delete_all: bool = False,
-                 dry_run: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, retain_min: int | str | None = None, retain_max: int | str | None = None,
+                 older_than: str | int | None = None, max_deletes: int | str | None = None,
+                 delete_all: bool = False, dry_run: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.retain_min, self.retain_max, self.older_than = retain_min, retain_max, older_than
         self.max_deletes, self.delete_all, self._dry_run = max_deletes, delete_all, dry_run
 
     def arguments(self, context):
-        return {"retain_min": self.retain_min, "retain_max": self.retain_max,
-                "older_than_millis": _millis(self.older_than), "max_deletes": self.max_deletes,
-                "delete_all": self.delete_all, "dry_run": self._dry_run}
+        return {"retain_min": _integer("retain_min", self.retain_min),
+                "retain_max": _integer("retain_max", self.retain_max),
+                "older_than_millis": _millis("older_than", self.older_than),
+                "max_deletes": _integer("max_deletes", self.max_deletes), "delete_all": self.delete_all,
+                "dry_run": self._dry_run}
 
 
 class PaimonExpirePartitionsOperator(PaimonJobOperator):
@@ -335,12 +426,12 @@ class PaimonExpirePartitionsOperator(PaimonJobOperator):
     job, commits = "expire-partitions", True
     template_fields = (*PaimonJobOperator.template_fields, "expiration")
 
-    def __init__(self, *, expiration: str | None = None, dry_run: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, expiration: str | int | None = None, dry_run: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.expiration, self._dry_run = expiration, dry_run
 
     def arguments(self, context):
-        return {"expiration_millis": _millis(self.expiration), "dry_run": self._dry_run}
+        return {"expiration_millis": _millis("expiration", self.expiration), "dry_run": self._dry_run}
 
     def run_core(self, hook, arguments):
         arguments.pop("commit_identifier", None)
@@ -355,28 +446,31 @@ class PaimonAnalyzeOperator(PaimonJobOperator):
     """Compute table statistics (an ANALYZE snapshot)."""
 
     job = "analyze"
+    template_fields = (*PaimonJobOperator.template_fields, "columns")
 
-    def __init__(self, *, columns: Sequence[str] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, columns: Sequence[str] | str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.columns = columns
 
     def arguments(self, context):
-        return {"columns": list(self.columns) if self.columns else None}
+        return {"columns": _items(self.columns) or None}
 
 
 class PaimonCreateTagOperator(PaimonJobOperator):
-    """Tag a snapshot (default: the latest); ``name`` is templated, e.g. ``"{{ ds }}"``."""
+    """Tag a snapshot (default: the latest); ``name`` is templated, e.g. ``"{{ ds }}"``, and so is
+    ``snapshot_id`` (e.g. from the snapshot sensor's XCom; ``"42"`` is read as 42)."""
 
     job = "create-tag"
-    template_fields = (*PaimonJobOperator.template_fields, "name", "time_retained")
+    template_fields = (*PaimonJobOperator.template_fields, "name", "snapshot_id", "time_retained")
 
-    def __init__(self, *, name: str, snapshot_id: int | None = None, time_retained: str | None = None,
+    def __init__(self, *, name: str, snapshot_id: int | str | None = None, time_retained: str | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.name, self.snapshot_id, self.time_retained = name, snapshot_id, time_retained
 
     def arguments(self, context):
-        return {"name": self.name, "snapshot_id": self.snapshot_id, "time_retained": self.time_retained}
+        return {"name": self.name, "snapshot_id": _integer("snapshot_id", self.snapshot_id),
+                "time_retained": self.time_retained or None}
 
     def run_core(self, hook, arguments):
         table = hook.get_table(self.table)
@@ -407,24 +501,29 @@ class PaimonExpireTagsOperator(PaimonJobOperator):
     job = "expire-tags"
     template_fields = (*PaimonJobOperator.template_fields, "older_than")
 
-    def __init__(self, *, older_than: str | None = None, dry_run: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, older_than: str | int | None = None, dry_run: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.older_than, self._dry_run = older_than, dry_run
 
     def arguments(self, context):
-        return {"older_than_millis": _millis(self.older_than), "dry_run": self._dry_run}
+        return {"older_than_millis": _millis("older_than", self.older_than), "dry_run": self._dry_run}
 
 
 class PaimonRollbackOperator(PaimonJobOperator):
-    job = "rollback"
+    """Roll the table back to a snapshot, a tag or the snapshot at a time (epoch milliseconds), all
+    templated (``snapshot_id="{{ dag_run.conf['snapshot'] }}"``: ``"42"`` is read as 42)."""
 
-    def __init__(self, *, snapshot_id: int | None = None, tag: str | None = None,
-                 timestamp_millis: int | None = None, **kwargs: Any) -> None:
+    job = "rollback"
+    template_fields = (*PaimonJobOperator.template_fields, "snapshot_id", "tag", "timestamp_millis")
+
+    def __init__(self, *, snapshot_id: int | str | None = None, tag: str | None = None,
+                 timestamp_millis: int | str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.snapshot_id, self.tag, self.timestamp_millis = snapshot_id, tag, timestamp_millis
 
     def arguments(self, context):
-        return {"snapshot_id": self.snapshot_id, "tag": self.tag, "timestamp_millis": self.timestamp_millis}
+        return {"snapshot_id": _integer("snapshot_id", self.snapshot_id), "tag": self.tag or None,
+                "timestamp_millis": _integer("timestamp_millis", self.timestamp_millis)}
 
 
 class PaimonRemoveOrphanFilesOperator(PaimonJobOperator):
@@ -434,14 +533,14 @@ class PaimonRemoveOrphanFilesOperator(PaimonJobOperator):
     job = "remove-orphan-files"
     template_fields = (*PaimonJobOperator.template_fields, "older_than", "min_older_than")
 
-    def __init__(self, *, older_than: str = "1 d", min_older_than: str = "1 h", dry_run: bool = False,
+    def __init__(self, *, older_than: str | int = "1 d", min_older_than: str | int = "1 h", dry_run: bool = False,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.older_than, self.min_older_than, self._dry_run = older_than, min_older_than, dry_run
 
     def arguments(self, context):
-        return {"older_than_millis": _millis(self.older_than), "min_older_than_millis": _millis(self.min_older_than),
-                "dry_run": self._dry_run}
+        return {"older_than_millis": _millis("older_than", self.older_than),
+                "min_older_than_millis": _millis("min_older_than", self.min_older_than), "dry_run": self._dry_run}
 
     def run_core(self, hook, arguments):
         plan = hook.get_table(self.table).remove_orphan_files(**arguments)
@@ -453,7 +552,8 @@ class PaimonReadChangesOperator(PaimonJobOperator):
     inclusive; both templated, e.g. from the snapshot sensor's XCom) to ``output_path``."""
 
     job = "read-changes"
-    template_fields = (*PaimonJobOperator.template_fields, "start_snapshot", "end_snapshot", "output_path")
+    template_fields = (*PaimonJobOperator.template_fields, "start_snapshot", "end_snapshot", "output_path", "mode",
+                       "output_format")
 
     def __init__(self, *, start_snapshot: int | str, output_path: str, end_snapshot: int | str | None = None,
                  mode: str = "auto", output_format: str = "parquet", **kwargs: Any) -> None:
@@ -462,12 +562,10 @@ class PaimonReadChangesOperator(PaimonJobOperator):
         self.mode, self.output_format = mode, output_format
 
     def arguments(self, context):
-        try:
-            start = int(self.start_snapshot)
-            end = int(self.end_snapshot) if self.end_snapshot not in (None, "", "None") else None
-        except (TypeError, ValueError):
-            raise InvalidArgumentError(f"start/end snapshots must be integers, got {self.start_snapshot!r} and "
-                                       f"{self.end_snapshot!r}") from None
+        start = _integer("start_snapshot", self.start_snapshot)
+        if start is None:
+            raise InvalidArgumentError("start_snapshot is required (0: from the first snapshot)")
+        end = _integer("end_snapshot", self.end_snapshot)
         return {"start_snapshot": start, "end_snapshot": end, "mode": self.mode, "output": self.output_path,
                 "output_format": self.output_format}
 
@@ -489,7 +587,7 @@ class PaimonBranchOperator(PaimonJobOperator):
     """Create (``action="create"``, optionally from ``tag``), delete or fast-forward a branch."""
 
     job = "branch"
-    template_fields = (*PaimonJobOperator.template_fields, "branch", "tag")
+    template_fields = (*PaimonJobOperator.template_fields, "branch", "action", "tag")
 
     def __init__(self, *, branch: str, action: str = "create", tag: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -503,7 +601,7 @@ class PaimonBranchOperator(PaimonJobOperator):
     def run_core(self, hook, arguments):
         table = hook.get_table(self.table)
         if self.action == "create":
-            branch = table.branches.create(self.branch, tag=self.tag)
+            branch = table.branches.create(self.branch, tag=self.tag or None)
             return {"job": "create-branch", "table": branch.identifier,
                     "snapshot_id": branch.snapshot_manager.latest_id()}
         if self.action == "delete":

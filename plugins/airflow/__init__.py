@@ -1,7 +1,9 @@
 """paimonflow.plugins.airflow: Airflow's registration of paimonflow (Airflow code only, never Dagster).
 
 * ``plugin``: :class:`PaimonflowPlugin` (entry point ``airflow.plugins``): template macros and the
-  table-health page served by Airflow's API server under ``/paimonflow``;
+  table pages served by Airflow's API server under ``/paimonflow``;
+* ``web``: those pages, a FastAPI app behind Airflow's authentication (imported by the API server
+  only, on the first request);
 * ``provider_info``: :func:`get_provider_info` (entry point ``apache_airflow_provider``): the
   ``paimon`` connection type and its hook.
 

@@ -1,15 +1,23 @@
-"""The Airflow plugin: template macros and the table-health page.
+"""The Airflow plugin: template macros and the table pages.
 
 Macros (``{{ macros.paimonflow.latest_snapshot_id('shop.orders') }}``): ``latest_snapshot_id``,
 ``tag_snapshot_id``, ``table_options``; each takes ``conn_id=`` (default ``paimon_default``) or
-``warehouse=``. The page is a FastAPI app served by Airflow's API server under ``/paimonflow``:
-``/paimonflow/tables`` lists the tables of the connection's warehouse, and
-``/paimonflow/health/<db>.<table>`` shows a table's health with pictures (``plugins/health.py``).
+``warehouse=`` (DAG code is trusted). The pages are served by Airflow's API server under
+``/paimonflow`` behind Airflow's authentication, for users who may read the connection
+(:mod:`.web`): ``/paimonflow/tables`` lists the ``paimon`` connections the user may read,
+``/paimonflow/connections/<conn_id>/tables`` a connection's tables and
+``/paimonflow/connections/<conn_id>/health/<db>.<table>`` a table's health with pictures
+(``plugins/health.py``).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from airflow.plugins_manager import AirflowPlugin
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 
 def _table(identifier: str, conn_id: str = "paimon_default", warehouse: str | None = None):
@@ -30,34 +38,22 @@ def table_options(table: str, conn_id: str = "paimon_default", warehouse: str | 
     return dict(_table(table, conn_id, warehouse).schema.options)
 
 
-def create_app():
-    """The FastAPI app of the health pages."""
-    from fastapi import FastAPI, HTTPException
-    from fastapi.responses import HTMLResponse
+class _PagesApp:
+    """The pages' ASGI app, built on its first request.
 
-    from paimonflow.core.errors import PaimonflowError
+    Airflow imports this module wherever it loads plugins (task workers too, for the macros); only
+    the API server serves the pages, so only it imports Airflow's API security modules (:mod:`.web`).
+    """
 
-    from ..health import render_html, table_health
+    def __init__(self) -> None:
+        self._app: ASGIApp | None = None
 
-    app = FastAPI(title="paimonflow table health")
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._app is None:
+            from .web import create_app
 
-    @app.get("/tables", response_class=HTMLResponse)
-    def tables(conn_id: str = "paimon_default", warehouse: str | None = None) -> str:
-        from paimonflow.operators.airflow.hook import PaimonHook
-
-        catalog = PaimonHook(None if warehouse else conn_id, warehouse=warehouse).get_conn()
-        links = [f"{db}.{t}" for db in catalog.list_databases() for t in catalog.list_tables(db)]
-        items = "".join(f'<li><a href="health/{name}">{name}</a></li>' for name in links)
-        return f"<!doctype html><html><body><h1>paimonflow tables</h1><ul>{items}</ul></body></html>"
-
-    @app.get("/health/{identifier}", response_class=HTMLResponse)
-    def health(identifier: str, conn_id: str = "paimon_default", warehouse: str | None = None) -> str:
-        try:
-            return render_html(table_health(_table(identifier, conn_id, warehouse)))
-        except PaimonflowError as exc:
-            raise HTTPException(status_code=404, detail=f"{type(exc).__name__}: {exc}") from None
-
-    return app
+            self._app = create_app()
+        await self._app(scope, receive, send)
 
 
 class PaimonflowPlugin(AirflowPlugin):
@@ -66,7 +62,7 @@ class PaimonflowPlugin(AirflowPlugin):
     macros = [latest_snapshot_id, tag_snapshot_id, table_options]  # noqa: RUF012
 
     fastapi_apps = [  # noqa: RUF012
-        {"app": create_app(), "url_prefix": "/paimonflow", "name": "paimonflow table health"}]
+        {"app": _PagesApp(), "url_prefix": "/paimonflow", "name": "paimonflow table health"}]
 
     external_views = [  # noqa: RUF012
         {"name": "Paimon tables", "href": "/paimonflow/tables", "destination": "nav", "category": "browse",

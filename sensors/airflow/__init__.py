@@ -6,6 +6,13 @@ Dagster), all deciding with :func:`paimonflow.sensors.rule.decide`.
 * :class:`PaimonCommitEventTrigger`: the event trigger of an ``AssetWatcher`` (a DAG run per commit).
 """
 
-from .snapshot import PaimonCommitEventTrigger, PaimonSnapshotSensor, PaimonSnapshotTrigger
+from .snapshot import (
+    PaimonCommitEventTrigger,
+    PaimonSnapshotSensor,
+    PaimonSnapshotTrigger,
+    sensor_asset,
+    table_commits_asset,
+)
 
-__all__ = ["PaimonCommitEventTrigger", "PaimonSnapshotSensor", "PaimonSnapshotTrigger"]
+__all__ = ["PaimonCommitEventTrigger", "PaimonSnapshotSensor", "PaimonSnapshotTrigger", "sensor_asset",
+           "table_commits_asset"]

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue
+from airflow.sdk import Asset, BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
@@ -34,66 +35,160 @@ def _open(conn_id: str | None, warehouse: str | None, table: str):
     return PaimonHook(None if warehouse else conn_id, warehouse=warehouse).get_table(table)
 
 
+RANGE_KEY = "paimonflow.range"  # task state store: the range this run claimed (retries and reruns reuse it)
+
+
+def cursor_key(dag_id: str, task_id: str) -> str:
+    """Asset state store key of a sensor task's cursor (one per DAG and task on the table's asset)."""
+    return f"paimonflow.sensor-cursor/{dag_id}/{task_id}"
+
+
+def sensor_asset(table: str, *, paimon_conn_id: str | None, warehouse: str | None) -> Asset:
+    """The asset a sensor keeps its cursor on: the table's asset (:func:`table_asset`) when the
+    warehouse is given, else one named after the connection (its warehouse is unknown at parse time)."""
+    from paimonflow.operators.airflow import table_asset
+
+    if warehouse:
+        return table_asset(warehouse, table)
+    return Asset(name=f"paimon/{paimon_conn_id}/{table}", uri=f"paimon://{paimon_conn_id}/{table}")
+
+
+def _templated(*values: object) -> bool:
+    return any(isinstance(v, str) and "{{" in v for v in values)
+
+
 class PaimonSnapshotSensor(BaseSensorOperator):
-    template_fields: Sequence[str] = ("table", "warehouse", "last_observation")
+    """Waits for new snapshots of ``commit_kinds`` after this task's cursor and returns the range.
+
+    The cursor is durable and independent of logical dates: the asset state store of the table's
+    asset (``cursor_asset``, added to the task's inlets) holds the last observation of each
+    (DAG, task); the task state store holds the range a run claimed, so a retry, or a run that is
+    cleared and run again, returns that same range, and the next run starts where it ended.
+    Serialize the sensor's runs (``max_active_runs=1``): two runs at once would claim the same range.
+    ``last_observation=`` overrides the cursor (an observation dict or its JSON)."""
+
+    template_fields: Sequence[str] = ("table", "paimon_conn_id", "warehouse", "last_observation", "commit_kinds",
+                                      "on_rollback", "on_expired")
     ui_color = "#d8f0e8"
 
     def __init__(self, *, table: str, paimon_conn_id: str = "paimon_default", warehouse: str | None = None,
                  commit_kinds: Sequence[str] = DATA_KINDS, last_observation: dict | str | None = None,
-                 deferrable: bool = False, on_rollback: str = "fail", on_expired: str = "fail",
-                 **kwargs: Any) -> None:
+                 deferrable: bool | None = None, on_rollback: str = "fail", on_expired: str = "fail",
+                 cursor_asset: Asset | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.table, self.paimon_conn_id, self.warehouse = table, paimon_conn_id, warehouse
-        self.commit_kinds, self.last_observation = tuple(commit_kinds), last_observation
+        self.commit_kinds, self.last_observation = commit_kinds, last_observation
+        if deferrable is None:
+            deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
         self.deferrable, self.on_rollback, self.on_expired = deferrable, on_rollback, on_expired
-        for kind in self.commit_kinds:
-            CommitKind(kind)  # a typo fails at parse time
-        if on_rollback not in ("fail", "restart") or on_expired not in ("fail", "continue"):
+        if not _templated(commit_kinds, on_rollback, on_expired, *commit_kinds):
+            self._validated()  # a typo fails at parse time; templated values when rendered
+        if cursor_asset is None and not _templated(table, paimon_conn_id, warehouse):
+            cursor_asset = sensor_asset(table, paimon_conn_id=paimon_conn_id, warehouse=warehouse)
+        self.cursor_asset = cursor_asset
+        if cursor_asset is not None:
+            self.inlets = [*self.inlets, cursor_asset]
+
+    def _validated(self) -> tuple[str, ...]:
+        """The commit kinds; raises ``ValueError`` naming a bad kind or choice."""
+        kinds = (self.commit_kinds,) if isinstance(self.commit_kinds, str) else tuple(self.commit_kinds)
+        for kind in kinds:
+            try:
+                CommitKind(kind)
+            except ValueError:
+                raise ValueError(f"unknown commit kind {kind!r}; one of "
+                                 f"{[k.value for k in CommitKind]}") from None
+        if self.on_rollback not in ("fail", "restart") or self.on_expired not in ("fail", "continue"):
             raise ValueError("on_rollback is 'fail' or 'restart'; on_expired is 'fail' or 'continue'")
+        return kinds
+
+    def _cursor_store(self, context):
+        if self.cursor_asset is None:
+            raise AirflowFailException(f"sensor {self.task_id}: a templated table or connection needs "
+                                       "cursor_asset= (the asset whose state store keeps the cursor)")
+        return context["asset_state_store"][self.cursor_asset]
 
     def _last(self, context) -> dict | None:
         import json
 
         given = self.last_observation
-        if given in (None, "", "None"):
-            previous = context["ti"].xcom_pull(task_ids=self.task_id, include_prior_dates=True)
-            if isinstance(previous, dict) and previous.get("cursor"):
-                return previous["cursor"]
-            return None
-        return json.loads(given) if isinstance(given, str) else dict(given)
+        if given not in (None, "", "None"):
+            return json.loads(given) if isinstance(given, str) else dict(given)
+        stored = self._cursor_store(context).get(cursor_key(self.dag_id, self.task_id))
+        return stored if isinstance(stored, dict) else None
+
+    def _claimed(self, context) -> dict | None:
+        """The range this run already claimed (an earlier try, or before the run was cleared)."""
+        claimed = context["task_state_store"].get(RANGE_KEY)
+        if isinstance(claimed, dict):
+            self.log.info("this run already claimed snapshots %s..%s of %s", claimed.get("start_snapshot"),
+                          claimed.get("end_snapshot"), self.table)
+            return claimed
+        return None
+
+    def _claim(self, context, payload: dict) -> dict:
+        """Record the range for this run, then move the durable cursor past it."""
+        context["task_state_store"].set(RANGE_KEY, payload)
+        self._cursor_store(context).set(cursor_key(self.dag_id, self.task_id), payload["cursor"])
+        self.log.info("new snapshots %s..%s of %s", payload["first_new_id"], payload["latest_id"], self.table)
+        return payload
 
     def _check(self, context) -> Decision:
+        try:
+            kinds = self._validated()
+        except ValueError as exc:
+            raise AirflowFailException(str(exc)) from None
         table = _open(self.paimon_conn_id, self.warehouse, self.table)
-        decision = decide(table, self._last(context), self.commit_kinds, on_rollback=self.on_rollback,
+        decision = decide(table, self._last(context), kinds, on_rollback=self.on_rollback,
                           on_expired=self.on_expired)
         if decision.error:
             raise AirflowFailException(decision.error)
+        if decision.payload.get("skip_to"):  # only other kinds (compactions): never look at them again
+            self._cursor_store(context).set(cursor_key(self.dag_id, self.task_id), decision.payload["skip_to"])
         return decision
 
     def poke(self, context) -> PokeReturnValue:
+        claimed = self._claimed(context)
+        if claimed is not None:
+            return PokeReturnValue(is_done=True, xcom_value=claimed)
         decision = self._check(context)
         if decision.fire:
-            self.log.info("new snapshots %s..%s of %s", decision.payload["first_new_id"],
-                          decision.payload["latest_id"], self.table)
-        return PokeReturnValue(is_done=decision.fire, xcom_value=decision.payload if decision.fire else None)
+            return PokeReturnValue(is_done=True, xcom_value=self._claim(context, decision.payload))
+        return PokeReturnValue(is_done=False)
 
     def execute(self, context):
         if not self.deferrable:
             return super().execute(context)
+        claimed = self._claimed(context)
+        if claimed is not None:
+            return claimed
         decision = self._check(context)
         if decision.fire:
-            return decision.payload
+            return self._claim(context, decision.payload)
+        last = decision.payload.get("skip_to") or self._last(context)
         self.defer(trigger=PaimonSnapshotTrigger(table=self.table, paimon_conn_id=self.paimon_conn_id,
-                                                 warehouse=self.warehouse, last_observation=self._last(context),
-                                                 commit_kinds=list(self.commit_kinds),
+                                                 warehouse=self.warehouse, last_observation=last,
+                                                 commit_kinds=list(self._validated()),
                                                  poll_interval=float(self.poke_interval),
                                                  on_rollback=self.on_rollback, on_expired=self.on_expired),
-                   method_name="execute_complete", timeout=self.execution_timeout)
+                   method_name="execute_complete", timeout=timedelta(seconds=self.timeout))
 
     def execute_complete(self, context, event: dict[str, Any]):
         if event.get("status") == "error":
             raise AirflowFailException(event["message"])
-        return event["payload"]
+        return self._claim(context, event["payload"])
+
+
+async def _retrying(trigger, work, *args, retry: tuple[type[BaseException], ...]):
+    """``work(*args)`` in a thread (the triggerer's event loop never blocks); an error of ``retry``
+    is logged and retried after the trigger's poll interval (an object store has bad minutes)."""
+    while True:
+        try:
+            return await asyncio.to_thread(work, *args)
+        except retry as exc:
+            trigger.log.warning("watching %s: %s: %s; retrying in %ss", trigger.table, type(exc).__name__, exc,
+                                trigger.poll_interval)
+        await asyncio.sleep(trigger.poll_interval)
 
 
 class PaimonSnapshotTrigger(BaseTrigger):
@@ -120,9 +215,11 @@ class PaimonSnapshotTrigger(BaseTrigger):
                       on_expired=self.on_expired)
 
     async def run(self):
+        from paimonflow.core.errors import StorageError
+
         while True:
             try:
-                decision = await asyncio.to_thread(self._check)
+                decision = await _retrying(self, self._check, retry=(StorageError,))
             except Exception as exc:  # reported to the task, which fails with it
                 yield TriggerEvent({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
                 return
@@ -135,10 +232,36 @@ class PaimonSnapshotTrigger(BaseTrigger):
             await asyncio.sleep(self.poll_interval)
 
 
+COMMIT_CURSOR_KEY = "paimonflow.commit-cursor"  # asset state store of the watched asset
+
+
+def table_commits_asset(warehouse: str, table: str, *, poll_interval: float = 30.0,
+                        commit_kinds: Sequence[str] = DATA_KINDS, watcher_name: str | None = None) -> Asset:
+    """The asset of a table's commits, watched by :class:`PaimonCommitEventTrigger`: schedule a DAG
+    on it to run once per batch of new snapshots. It is not the table's own asset
+    (:func:`~paimonflow.operators.airflow.table_asset`), which tasks name in their ``outlets``: a
+    watcher belongs to one asset definition, and task outlet events (a compaction that committed
+    nothing, say) are not commits."""
+    from airflow.sdk import AssetWatcher
+
+    from paimonflow.operators.airflow import table_asset
+
+    base = table_asset(warehouse, table)
+    trigger = PaimonCommitEventTrigger(table=table, warehouse=warehouse, poll_interval=poll_interval,
+                                       commit_kinds=commit_kinds)
+    name = watcher_name or "paimon_commits_" + "".join(c if c.isalnum() else "_" for c in table)
+    return Asset(name=f"{base.name}/commits", uri=f"{base.uri}?paimonflow=commits",
+                 watchers=[AssetWatcher(name=name, trigger=trigger)])
+
+
 class PaimonCommitEventTrigger(BaseEventTrigger):
-    """For ``AssetWatcher``: one event per batch of new snapshots (of ``commit_kinds``). It starts
-    at the table's latest snapshot; commits made while no triggerer runs it are reported as one
-    event once it starts again only if ``last_observation`` is given."""
+    """For ``AssetWatcher`` (see :func:`table_commits_asset`): one event per batch of new snapshots
+    of ``commit_kinds``. The cursor lives in the watched asset's state store, so a restarted
+    triggerer, or a watcher recreated after the DAG file is parsed again, resumes where the last
+    event ended: no commit lost, none reported twice (the cursor is stored right after each event
+    is handed to the triggerer; only a triggerer killed in between reports that batch again).
+    With no stored cursor it starts at the table's latest snapshot; a table that does not exist
+    yet is waited for (its first commits are reported), and storage errors are logged and retried."""
 
     def __init__(self, *, table: str, paimon_conn_id: str | None = "paimon_default", warehouse: str | None = None,
                  commit_kinds: Sequence[str] = DATA_KINDS, poll_interval: float = 30.0,
@@ -153,22 +276,61 @@ class PaimonCommitEventTrigger(BaseEventTrigger):
                  "commit_kinds": self.commit_kinds, "poll_interval": self.poll_interval,
                  "last_observation": self.last_observation})
 
+    async def _stored(self) -> dict | None:
+        if self.asset_state_store is None:  # run outside a triggerer (no watched asset)
+            return None
+        value = await self.asset_state_store.aget(COMMIT_CURSOR_KEY)
+        return value if isinstance(value, dict) else None
+
+    async def _store(self, cursor: dict) -> None:
+        if self.asset_state_store is not None:
+            await self.asset_state_store.aset(COMMIT_CURSOR_KEY, cursor)
+
+    def _baseline(self) -> dict | None:
+        """The latest snapshot's observation; ``None`` if the table has none (or does not exist):
+        then its first commits are reported."""
+        from paimonflow.core.errors import TableNotFoundError
+
+        try:
+            latest = _open(self.paimon_conn_id, self.warehouse, self.table).snapshot_manager.latest()
+        except TableNotFoundError:
+            return None
+        return Observation.of(latest).to_dict() if latest is not None else None
+
+    def _decide(self, last: dict | None) -> Decision | None:
+        """The rule on the table, or ``None`` while the table does not exist."""
+        from paimonflow.core.errors import TableNotFoundError
+
+        try:
+            table = _open(self.paimon_conn_id, self.warehouse, self.table)
+        except TableNotFoundError:
+            return None
+        return decide(table, last, self.commit_kinds, on_rollback="restart", on_expired="continue")
+
     async def run(self):
-        last = self.last_observation
+        from paimonflow.core.errors import PaimonflowError
+
+        last = await self._stored() or self.last_observation
         if last is None:
-            latest = await asyncio.to_thread(lambda: _open(self.paimon_conn_id, self.warehouse, self.table)
-                                             .snapshot_manager.latest())
-            last = Observation.of(latest).to_dict() if latest is not None else None
+            last = await _retrying(self, self._baseline, retry=(PaimonflowError, OSError))
+            if last is not None:
+                await self._store(last)
+        waiting = False
         while True:
-            table = await asyncio.to_thread(_open, self.paimon_conn_id, self.warehouse, self.table)
-            decision = await asyncio.to_thread(decide, table, last, self.commit_kinds, on_rollback="restart",
-                                               on_expired="continue")
-            if decision.fire:
+            decision = await _retrying(self, self._decide, last, retry=(PaimonflowError, OSError))
+            if decision is None:
+                if not waiting:
+                    self.log.info("table %s does not exist yet; waiting for it", self.table)
+                waiting = True
+            elif decision.fire:
                 last = decision.payload["cursor"]
                 yield TriggerEvent(decision.payload)
+                await self._store(last)
             elif decision.payload.get("skip_to"):
                 last = decision.payload["skip_to"]
+                await self._store(last)
             await asyncio.sleep(self.poll_interval)
 
 
-__all__ = ["PaimonCommitEventTrigger", "PaimonSnapshotSensor", "PaimonSnapshotTrigger", "decide"]
+__all__ = ["PaimonCommitEventTrigger", "PaimonSnapshotSensor", "PaimonSnapshotTrigger", "decide", "sensor_asset",
+           "table_commits_asset"]

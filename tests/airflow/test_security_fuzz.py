@@ -34,7 +34,7 @@ from tests.name_fuzz import NAMES, NASTY, SETTINGS, Sandbox, tree
 class StandInTaskInstance:
     """A fake of Airflow's task instance holding what the operators and the sensor use of
     ``context["ti"]``: ``dag_id``, ``task_id``, ``map_index`` (commit user, Spark job group),
-    ``run_id`` and ``xcom_pull`` (the sensor's cursor: its own last ``return_value``), and
+    ``run_id`` and ``xcom_pull`` (a downstream task's view of a range), and
     ``xcom_push`` (how the harness stores a task's return value, as Airflow does). XComs live in
     ``store``, shared by the task instances of one DAG run and keyed as Airflow keys them,
     ``(dag_id, run_id, task_id, map_index, key)``. ``xcom_pull`` follows Airflow's: one task id
@@ -74,16 +74,50 @@ class StandInTaskInstance:
         return [one(task_id) for task_id in task_ids]
 
 
-def _context(xcoms: dict, task_id: str, name: str) -> dict[str, Any]:
+class StandInStateStore:
+    """A fake of one Airflow state-store accessor (``get(key, default)``, ``set(key, value)``) over
+    a dict the harness owns; ``reads`` counts lookups (the sensor's cursor)."""
+
+    def __init__(self, values: dict) -> None:
+        self.values, self.reads = values, 0
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.reads += 1
+        return self.values.get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        if value is None:
+            raise ValueError("Cannot set value as None")  # as Airflow's accessors refuse it
+        self.values[key] = value
+
+
+class StandInAssetStores:
+    """``context["asset_state_store"]``: one :class:`StandInStateStore` per asset name, as
+    Airflow's accessors are subscripted by asset."""
+
+    def __init__(self, values: dict) -> None:
+        self.values, self.stores = values, []
+
+    def __getitem__(self, asset) -> StandInStateStore:
+        store = StandInStateStore(self.values.setdefault(asset.name, {}))
+        self.stores.append(store)
+        return store
+
+
+def _context(xcoms: dict, states: dict, task_id: str, name: str) -> dict[str, Any]:
     """The context of one task of the DAG run ``manual`` whose ``dag_run.conf`` is ``{"name": name}``."""
     logical_date, run_id = datetime(2026, 11, 20, tzinfo=UTC), "manual"
     ti = StandInTaskInstance(xcoms, dag_id="fuzz", task_id=task_id, run_id=run_id)
     dag_run = SimpleNamespace(dag_id="fuzz", run_id=run_id, logical_date=logical_date, conf={"name": name})
     return {"ti": ti, "task_instance": ti, "dag_run": dag_run, "run_id": run_id, "logical_date": logical_date,
-            "outlet_events": None, "params": {}}
+            "outlet_events": None, "params": {},
+            "task_state_store": StandInStateStore(states.setdefault(("task", task_id), {})),
+            "asset_state_store": StandInAssetStores(states.setdefault("assets", {}))}
 
 
 def _operators(warehouse: str) -> list:
+    from airflow.sdk import Asset
+
     from paimonflow.operators import airflow as p
     from paimonflow.sensors.airflow import PaimonSnapshotSensor
 
@@ -98,7 +132,7 @@ def _operators(warehouse: str) -> list:
         p.PaimonCompactOperator(task_id="compact_table", table="lab." + conf, **c),
         p.PaimonExpireSnapshotsOperator(task_id="expire_db", table=conf + ".t", dry_run=True, **c),
         PaimonSnapshotSensor(task_id="sensor", table="lab." + conf, warehouse=warehouse, poke_interval=1, timeout=5,
-                             mode="poke"),
+                             mode="poke", cursor_asset=Asset(name="fuzz/cursor", uri="file:///fuzz/cursor")),
     ]
 
 
@@ -115,9 +149,10 @@ def test_fuzzed_dag_run_conf_names_through_every_templated_operator(airflow_db, 
         counts["names"] += 1
         before = box.state()
         xcoms: dict = {}  # each name is a new DAG run of a new DAG: no earlier XComs
+        states: dict = {}  # nor task or asset state
         reported: dict[int, str] = {}  # snapshot id -> commit user, from the results of committing tasks
         for op in _operators(str(warehouse)):
-            context = _context(xcoms, op.task_id, name)
+            context = _context(xcoms, states, op.task_id, name)
             op.render_template_fields(context)
             try:
                 if hasattr(op, "poke"):
@@ -135,7 +170,7 @@ def test_fuzzed_dag_run_conf_names_through_every_templated_operator(airflow_db, 
             except PaimonflowError:
                 counts["ran"] += 1  # a valid name the table does not know (tag, branch, table)
             finally:
-                counts["cursor_lookups"] += context["ti"].pulls
+                counts["cursor_lookups"] += sum(store.reads for store in context["asset_state_store"].stores)
         snapshots = box.table.snapshot_manager
         committed = {f"{SNAPSHOT_PREFIX}{i}" for i, user in reported.items()
                      if (snapshot := snapshots.try_snapshot(i)) is not None and snapshot.commit_user == user}
@@ -143,7 +178,7 @@ def test_fuzzed_dag_run_conf_names_through_every_templated_operator(airflow_db, 
         for path in tree(warehouse):
             assert os.path.realpath(warehouse / path).startswith(os.path.realpath(warehouse) + os.sep)
 
-    for name in [*NASTY, "t"]:  # "t" opens lab.t: the sensor reaches its cursor lookup (XCom)
+    for name in [*NASTY, "t"]:  # "t" opens lab.t: the sensor reaches its cursor lookup
         one(name)
 
     @settings(max_examples=reliability.scale(100, 1500), **SETTINGS)
