@@ -182,6 +182,7 @@ def spark_demo(root: Path) -> bool:
 
 def airflow_demo(root: Path) -> None:
     """Run the example ingestion and maintenance DAGs against the demo warehouse."""
+    import json
     import os
     from datetime import UTC, datetime
 
@@ -200,7 +201,8 @@ def airflow_demo(root: Path) -> None:
                        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
                        "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
-                       "PAIMONFLOW_WAREHOUSE": str(root), "PAIMONFLOW_LANDING": str(landing)})
+                       "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "host": str(root)}),
+                       "AIRFLOW_VAR_PAIMONFLOW_LANDING": str(landing)})
     home.mkdir()
     from airflow.dag_processing.dagbag import DagBag
     from airflow.utils import db

@@ -4,24 +4,30 @@
 the commit user comes from the DAG, task and logical date); ``wait_for_commit`` fires on the new
 APPEND/OVERWRITE snapshots (deferrable: the wait runs in the triggerer) and pushes the snapshot
 range; ``read_changes`` writes exactly the rows that changed in that range, with their row kind,
-for the downstream consumers. Set ``PAIMONFLOW_WAREHOUSE`` and ``PAIMONFLOW_LANDING`` (where the
-hourly files land as ``<landing>/<YYYY-MM-DDTHH>/*.parquet``).
+for the downstream consumers.
+
+Deploy: the ``paimon_default`` connection names the warehouse (its host) and the engine (its
+``engine`` extra, default ``spark``); the Airflow Variable ``paimonflow_landing`` is where the hourly
+files land, as ``<landing>/<YYYY-MM-DDTHH>/*.parquet``. A manual run (no logical date) loads the hour
+it was triggered in.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timedelta
 
 from airflow.sdk import DAG
 
-from paimonflow.operators.airflow import PaimonReadChangesOperator, PaimonWriteOperator, table_asset
+from paimonflow.operators.airflow import (
+    PaimonReadChangesOperator,
+    PaimonWriteOperator,
+    connection_table_asset,
+)
 from paimonflow.sensors.airflow import PaimonSnapshotSensor
 
-WAREHOUSE = os.environ.get("PAIMONFLOW_WAREHOUSE", os.path.abspath("demo-warehouse"))
-LANDING = os.environ.get("PAIMONFLOW_LANDING", os.path.abspath("demo-landing"))
 TABLE = "shop.orders"
-ENGINE = os.environ.get("PAIMONFLOW_ENGINE", "spark")
+LANDING = "{{ var.value.paimonflow_landing }}"
+HOUR = "{{ (logical_date or dag_run.run_after).strftime('%Y-%m-%dT%H') }}"
 
 with DAG(
     dag_id="paimon_ingest_hourly",
@@ -35,15 +41,13 @@ with DAG(
     load = PaimonWriteOperator(
         task_id="load",
         table=TABLE,
-        warehouse=WAREHOUSE,
-        engine=ENGINE,
-        path=LANDING + "/{{ logical_date.strftime('%Y-%m-%dT%H') }}",
-        outlets=[table_asset(WAREHOUSE, TABLE)],
+        path=f"{LANDING}/{HOUR}",
+        if_missing="skip",  # an hour with nothing landed: the run is skipped (and so are the sensor and the read)
+        outlets=[connection_table_asset(TABLE)],
     )
     wait_for_commit = PaimonSnapshotSensor(
         task_id="wait_for_commit",
         table=TABLE,
-        warehouse=WAREHOUSE,
         deferrable=True,
         poke_interval=5,
         timeout=3600,
@@ -51,10 +55,8 @@ with DAG(
     read_changes = PaimonReadChangesOperator(
         task_id="read_changes",
         table=TABLE,
-        warehouse=WAREHOUSE,
-        engine=ENGINE,
         start_snapshot="{{ ti.xcom_pull(task_ids='wait_for_commit')['start_snapshot'] }}",
         end_snapshot="{{ ti.xcom_pull(task_ids='wait_for_commit')['end_snapshot'] }}",
-        output_path=LANDING + "/changes/{{ logical_date.strftime('%Y-%m-%dT%H') }}",
+        output_path=f"{LANDING}/changes/{HOUR}",
     )
     load >> wait_for_commit >> read_changes

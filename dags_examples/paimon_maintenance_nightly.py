@@ -1,9 +1,10 @@
 """Nightly maintenance of ``shop.orders``: compact, tag the day, expire snapshots, expire long-lived
-changelogs, expire tags, remove orphan files. Each step is idempotent, so a rerun of a night (or a retry) is harmless."""
+changelogs, expire tags, remove orphan files. Each step is idempotent, so a rerun of a night (or a
+retry) is harmless. The ``paimon_default`` connection names the warehouse and the engine; a manual
+run tags the day it runs."""
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from typing import Any
 
@@ -16,15 +17,13 @@ from paimonflow.operators.airflow import (
     PaimonExpireSnapshotsOperator,
     PaimonExpireTagsOperator,
     PaimonRemoveOrphanFilesOperator,
-    table_asset,
+    connection_table_asset,
 )
 
-WAREHOUSE = os.environ.get("PAIMONFLOW_WAREHOUSE", os.path.abspath("demo-warehouse"))
 TABLE = "shop.orders"
-ENGINE = os.environ.get("PAIMONFLOW_ENGINE", "spark")
-ORPHAN_AGE = os.environ.get("PAIMONFLOW_ORPHAN_AGE", "1 d")
+ORPHAN_AGE = "{{ var.value.get('paimonflow_orphan_age', '1 d') }}"
 # The shortest orphan window allowed: longer than any writer keeps files uncommitted, plus clock skew.
-ORPHAN_MIN_AGE = os.environ.get("PAIMONFLOW_ORPHAN_MIN_AGE", "1 h")
+ORPHAN_MIN_AGE = "{{ var.value.get('paimonflow_orphan_min_age', '1 h') }}"
 
 with DAG(
     dag_id="paimon_maintenance_nightly",
@@ -33,11 +32,11 @@ with DAG(
     catchup=False,
     tags=["paimonflow"],
 ):
-    common: dict[str, Any] = {"table": TABLE, "warehouse": WAREHOUSE, "engine": ENGINE}
-    compact = PaimonCompactOperator(task_id="compact", full=True, outlets=[table_asset(WAREHOUSE, TABLE)], **common)
+    common: dict[str, Any] = {"table": TABLE}
+    compact = PaimonCompactOperator(task_id="compact", full=True, outlets=[connection_table_asset(TABLE)], **common)
     expire = PaimonExpireSnapshotsOperator(task_id="expire_snapshots", **common)
     expire_changelogs = PaimonExpireChangelogsOperator(task_id="expire_changelogs", **common)
-    tag = PaimonCreateTagOperator(task_id="tag_the_day", name="{{ logical_date.strftime('%Y-%m-%d') }}",
+    tag = PaimonCreateTagOperator(task_id="tag_the_day", name="{{ (logical_date or dag_run.run_after) | ds }}",
                                   time_retained="30 d", **common)
     expire_tags = PaimonExpireTagsOperator(task_id="expire_tags", **common)
     orphans = PaimonRemoveOrphanFilesOperator(task_id="remove_orphan_files", older_than=ORPHAN_AGE,

@@ -6,18 +6,17 @@ as of the snapshot the event reports and refreshes a summary."""
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 
 from airflow.sdk import DAG, task
 
 from paimonflow.sensors.airflow import table_commits_asset
 
-WAREHOUSE = os.environ.get("PAIMONFLOW_WAREHOUSE", os.path.abspath("demo-warehouse"))
 TABLE = "shop.orders"
 
-# the commits of shop.orders (not the table's own asset, which the writing tasks name as outlets)
-orders_commits = table_commits_asset(WAREHOUSE, TABLE, poll_interval=30)
+# the commits of shop.orders in the paimon_default connection's warehouse (not the table's own
+# asset, which the writing tasks name as outlets)
+orders_commits = table_commits_asset(TABLE, poll_interval=30)
 
 with DAG(dag_id="paimon_on_commit", schedule=[orders_commits], start_date=datetime(2026, 11, 1), catchup=False,
          tags=["paimonflow"]):
@@ -27,11 +26,11 @@ with DAG(dag_id="paimon_on_commit", schedule=[orders_commits], start_date=dateti
         """Totals per day of the orders as of the snapshot the event reported (or the latest)."""
         import pyarrow.compute as pc
 
-        from paimonflow.core import Catalog
+        from paimonflow.operators.airflow import PaimonHook
 
         events = context.get("triggering_asset_events") or {}
         reported = [e.extra.get("end_snapshot") for evs in events.values() for e in evs if e.extra]
-        orders = Catalog(WAREHOUSE).get_table(TABLE)
+        orders = PaimonHook().get_table(TABLE)
         snapshot = max([s for s in reported if s] or [orders.snapshot_manager.latest_id()])
         rows = orders.read(snapshot_id=snapshot, columns=["dt", "amount"])
         totals = rows.group_by("dt").aggregate([("amount", "sum")])

@@ -25,6 +25,7 @@ from .operators import (
     PaimonRollbackOperator,
     PaimonWriteOperator,
     commit_user_for,
+    connection_table_asset,
     table_asset,
 )
 
@@ -46,5 +47,6 @@ __all__ = [
     "PaimonRollbackOperator",
     "PaimonWriteOperator",
     "commit_user_for",
+    "connection_table_asset",
     "table_asset",
 ]

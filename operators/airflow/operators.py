@@ -56,6 +56,16 @@ def table_asset(warehouse: str, identifier: str) -> Asset:
     return Asset(uri=path, name=f"paimon/{identifier}")
 
 
+def connection_table_asset(identifier: str, paimon_conn_id: str = "paimon_default") -> Asset:
+    """The Airflow Asset of a table known by its connection (``paimon://<conn_id>/<db.table>``,
+    named ``paimon/<conn_id>/<db.table>``): what a DAG that takes its warehouse from the connection
+    names in ``outlets``, without reading the connection when the DAG file is parsed."""
+    from paimonflow.core.names import parse_table_name, split_identifier
+
+    split_identifier(parse_table_name(identifier)[0])  # a bad name fails at parse time
+    return Asset(uri=f"paimon://{paimon_conn_id}/{identifier}", name=f"paimon/{paimon_conn_id}/{identifier}")
+
+
 def commit_user_for(context: Mapping[str, Any]) -> str:
     """``airflow.<dag>.<task>[.m<map index>].<logical date or run id>``, a valid commit user."""
     ti = context["ti"]
@@ -118,6 +128,7 @@ class PaimonJobOperator(BaseOperator):
             raise InvalidArgumentError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         arguments = self.arguments(context)
         self._check_names(arguments)
+        self._check_source(hook, arguments)
         if self.commits:
             arguments.setdefault("commit_user", commit_user_for(context))
             arguments.setdefault("commit_identifier", RUN_IDENTIFIER)
@@ -131,6 +142,9 @@ class PaimonJobOperator(BaseOperator):
         self._emit_asset_events(context, result)
         self.log.info("result: %s", result)
         return result
+
+    def _check_source(self, hook: PaimonHook, arguments: Mapping[str, Any]) -> None:
+        """Before any engine starts: refuse (or skip) a run whose input is not there."""
 
     _NAME_ARGUMENTS: ClassVar[dict[str, str]] = {"name": "tag", "tag": "tag", "commit_user": "commit user"}
 
@@ -261,7 +275,7 @@ class PaimonWriteOperator(PaimonJobOperator):
 
     job, commits = "write", True
     template_fields = (*PaimonJobOperator.template_fields, "path", "format", "source_table", "sql", "mode",
-                       "overwrite_partition", "row_kind_column")
+                       "overwrite_partition", "row_kind_column", "if_missing")
     template_ext: Sequence[str] = (".sql",)
     template_fields_renderers: ClassVar[dict[str, str]] = {**PaimonJobOperator.template_fields_renderers,
                                                            "sql": "sql"}
@@ -269,10 +283,11 @@ class PaimonWriteOperator(PaimonJobOperator):
 
     def __init__(self, *, path: str | None = None, format: str = "parquet", source_table: str | None = None,
                  sql: str | None = None, mode: str = "append", overwrite_partition: str | None = None,
-                 row_kind_column: str | None = None, **kwargs: Any) -> None:
+                 row_kind_column: str | None = None, if_missing: str = "fail", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.path, self.format, self.source_table, self.sql = path, format, source_table, sql
         self.mode, self.overwrite_partition, self.row_kind_column = mode, overwrite_partition, row_kind_column
+        self.if_missing = if_missing
 
     def resolve_template_files(self) -> None:
         """Read ``sql`` from its file when it names one (Airflow calls this when it parses the DAG);
@@ -309,9 +324,34 @@ class PaimonWriteOperator(PaimonJobOperator):
             raise InvalidArgumentError("give exactly one of path, source_table and sql")
         if self.mode not in ("append", "overwrite"):
             raise InvalidArgumentError(f"mode must be append or overwrite, not {self.mode!r}")
+        if self.if_missing not in ("fail", "skip"):
+            raise InvalidArgumentError(f"if_missing must be fail or skip, not {self.if_missing!r}")
         return {"path": self.path, "format": self.format, "source_table": self.source_table, "sql": self.sql,
                 "mode": self.mode, "overwrite_partition": self.overwrite_partition,
                 "row_kind_column": self.row_kind_column}
+
+    def _check_source(self, hook: PaimonHook, arguments: Mapping[str, Any]) -> None:
+        """A ``path`` with no files: one ``SourceError`` line (``if_missing="fail"``) or a skipped
+        task (``"skip"``), before any engine starts. Paths on storage the core cannot open
+        (``hdfs://``, ...) are left to the engine."""
+        from paimonflow.core.errors import PaimonflowError, SourceError
+        from paimonflow.core.fs import get_file_io
+
+        path = arguments.get("path")
+        if not path:
+            return
+        try:
+            io = get_file_io(path, hook.location(self.table).storage_options or None)
+            missing = not io.exists(path) or (io.status(path).is_dir and not io.list_dir(path))
+        except PaimonflowError:
+            return
+        if not missing:
+            return
+        if self.if_missing == "skip":
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            raise AirflowSkipException(f"no source files at {path}; skipped (if_missing='skip')")
+        raise SourceError(f"no source files at {path}")
 
     def run_spark(self, spark, hook, arguments):
         from paimonflow.jobs.write import WriteSource, partition_spec, write
@@ -622,4 +662,4 @@ __all__ = ["PaimonAnalyzeOperator", "PaimonBranchOperator", "PaimonCompactOperat
            "PaimonDeleteTagOperator", "PaimonExpireChangelogsOperator", "PaimonExpirePartitionsOperator", "PaimonExpireSnapshotsOperator",
            "PaimonExpireTagsOperator", "PaimonJobOperator", "PaimonReadChangesOperator",
            "PaimonRemoveOrphanFilesOperator", "PaimonRollbackOperator", "PaimonWriteOperator", "commit_user_for",
-           "table_asset"]
+           "connection_table_asset", "table_asset"]

@@ -46,11 +46,11 @@ def cursor_key(dag_id: str, task_id: str) -> str:
 def sensor_asset(table: str, *, paimon_conn_id: str | None, warehouse: str | None) -> Asset:
     """The asset a sensor keeps its cursor on: the table's asset (:func:`table_asset`) when the
     warehouse is given, else one named after the connection (its warehouse is unknown at parse time)."""
-    from paimonflow.operators.airflow import table_asset
+    from paimonflow.operators.airflow import connection_table_asset, table_asset
 
     if warehouse:
         return table_asset(warehouse, table)
-    return Asset(name=f"paimon/{paimon_conn_id}/{table}", uri=f"paimon://{paimon_conn_id}/{table}")
+    return connection_table_asset(table, paimon_conn_id or "paimon_default")
 
 
 def _templated(*values: object) -> bool:
@@ -235,8 +235,9 @@ class PaimonSnapshotTrigger(BaseTrigger):
 COMMIT_CURSOR_KEY = "paimonflow.commit-cursor"  # asset state store of the watched asset
 
 
-def table_commits_asset(warehouse: str, table: str, *, poll_interval: float = 30.0,
-                        commit_kinds: Sequence[str] = DATA_KINDS, watcher_name: str | None = None) -> Asset:
+def table_commits_asset(table: str, *, paimon_conn_id: str = "paimon_default", warehouse: str | None = None,
+                        poll_interval: float = 30.0, commit_kinds: Sequence[str] = DATA_KINDS,
+                        watcher_name: str | None = None) -> Asset:
     """The asset of a table's commits, watched by :class:`PaimonCommitEventTrigger`: schedule a DAG
     on it to run once per batch of new snapshots. It is not the table's own asset
     (:func:`~paimonflow.operators.airflow.table_asset`), which tasks name in their ``outlets``: a
@@ -244,11 +245,9 @@ def table_commits_asset(warehouse: str, table: str, *, poll_interval: float = 30
     nothing, say) are not commits."""
     from airflow.sdk import AssetWatcher
 
-    from paimonflow.operators.airflow import table_asset
-
-    base = table_asset(warehouse, table)
-    trigger = PaimonCommitEventTrigger(table=table, warehouse=warehouse, poll_interval=poll_interval,
-                                       commit_kinds=commit_kinds)
+    base = sensor_asset(table, paimon_conn_id=paimon_conn_id, warehouse=warehouse)
+    trigger = PaimonCommitEventTrigger(table=table, paimon_conn_id=None if warehouse else paimon_conn_id,
+                                       warehouse=warehouse, poll_interval=poll_interval, commit_kinds=commit_kinds)
     name = watcher_name or "paimon_commits_" + "".join(c if c.isalnum() else "_" for c in table)
     return Asset(name=f"{base.name}/commits", uri=f"{base.uri}?paimonflow=commits",
                  watchers=[AssetWatcher(name=name, trigger=trigger)])

@@ -1,6 +1,7 @@
 """Airflow 3 for the tests: one AIRFLOW_HOME and one SQLite metadata database per test run, a
 DAGs folder holding the example DAGs (``dags_examples/``) and the test DAGs (``tests/airflow/dags``),
-and one warehouse the DAGs read from ``PAIMONFLOW_WAREHOUSE``. Set before Airflow is imported."""
+and one warehouse: the ``paimon_default`` connection's (the example DAGs) and ``PAIMONFLOW_WAREHOUSE``
+(the test DAGs). Set before Airflow is imported."""
 
 from __future__ import annotations
 
@@ -32,8 +33,11 @@ os.environ.update({
     "AIRFLOW__CORE__PLUGINS_FOLDER": str(HOME / "plugins"),
     "PAIMONFLOW_WAREHOUSE": str(WAREHOUSE),
     "PAIMONFLOW_LANDING": str(LANDING),
-    "PAIMONFLOW_ORPHAN_AGE": "0 ms",
-    "PAIMONFLOW_ORPHAN_MIN_AGE": "0 ms",  # nothing else writes into the test tables
+    # what the example DAGs take from Airflow: the connection (warehouse, engine) and Variables
+    "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "host": str(WAREHOUSE)}),
+    "AIRFLOW_VAR_PAIMONFLOW_LANDING": str(LANDING),
+    "AIRFLOW_VAR_PAIMONFLOW_ORPHAN_AGE": "0 ms",
+    "AIRFLOW_VAR_PAIMONFLOW_ORPHAN_MIN_AGE": "0 ms",  # nothing else writes into the test tables
     "AIRFLOW_CONN_SPARK_LOCAL": json.dumps({"conn_type": "spark", "host": "local[1]"}),
     # spark-submit (the Airflow Spark provider runs it from PATH) and its Python workers
     "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",

@@ -59,12 +59,14 @@ def test_hourly_ingestion_then_incremental_read(airflow_db, spark, orders):
 
     with create_session() as session:
         events = session.execute(select(AssetEvent.extra).join(AssetModel, AssetEvent.asset_id == AssetModel.id)
-                                 .where(AssetModel.name == "paimon/shop.orders")).scalars().all()
+                                 .where(AssetModel.name == "paimon/paimon_default/shop.orders")).scalars().all()
     assert {"table": "shop.orders", "job": "write", "snapshot_id": table.latest_snapshot().id} in events
 
-    # the same hour again (a retry, or a cleared run): nothing is committed twice
+    # the same hour's load again (a retry, or a cleared run): nothing is committed twice. dag.test()
+    # deletes the earlier run, and with it the range the sensor claimed in that run's task state, so
+    # the sensor would (rightly) wait for new commits: only the load runs again here
     snapshots = table.snapshot_manager.list_ids()
-    run = load_dag("paimon_ingest_hourly").test(logical_date=HOUR)
+    run = load_dag("paimon_ingest_hourly").test(logical_date=HOUR, mark_success_pattern="wait_for_commit|read_changes")
     assert str(run.state) == "success", states(run)
     table = Catalog(str(WAREHOUSE)).get_table("shop.orders")
     assert table.read().num_rows == 10
@@ -147,3 +149,52 @@ def test_event_driven_dag_and_its_watcher(airflow_db, orders):
     assert str(run.state) == "success"
     summary = run.get_task_instances()[0].xcom_pull(task_ids="summarize")
     assert summary["snapshot_id"] == table.snapshot_manager.latest_id() and summary["days"] >= 1
+
+
+def test_the_example_folder_is_a_dag_folder_as_it_stands(airflow_db):
+    """``dags_examples/`` as a user copies it: its ``.airflowignore`` keeps Airflow away from the
+    Dagster definitions and the demo runner, every DAG imports, and none reads the process's
+    working directory or environment for its warehouse or landing folder."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    from .conftest import REPO
+
+    folder = REPO / "dags_examples"
+    bag = DagBag(dag_folder=str(folder))
+    assert not bag.import_errors, bag.import_errors
+    parsed = {os.path.basename(stat.file.lstrip("/")) for stat in bag.dagbag_stats}
+    assert parsed == {"paimon_backfill_daily.py", "paimon_ingest_hourly.py", "paimon_maintenance_nightly.py",
+                      "paimon_on_commit.py"}
+    assert set(bag.dag_ids) == {"paimon_backfill_daily", "paimon_ingest_hourly", "paimon_maintenance_nightly",
+                                "paimon_on_commit"}
+    for path in folder.glob("paimon_*.py"):
+        text = path.read_text()
+        assert "os.environ" not in text and "abspath" not in text, path.name
+    assert not bag.get_dag("paimon_backfill_daily").catchup
+
+
+def test_a_day_with_nothing_landed_is_skipped_and_a_missing_path_is_one_line(airflow_db):
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from paimonflow.core.errors import SourceError
+    from paimonflow.operators.airflow import PaimonHook, PaimonWriteOperator
+
+    catalog = Catalog(str(WAREHOUSE))
+    catalog.create_database("shop", ignore_if_exists=True)
+    catalog.create_table("shop.daily_sales", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={"bucket": "1"}, ignore_if_exists=True)
+    before = catalog.get_table("shop.daily_sales").snapshot_manager.latest_id()
+    run = load_dag("paimon_backfill_daily").test(logical_date=datetime(2026, 11, 15, tzinfo=UTC))  # nothing landed
+    assert states(run) == {"load_day": "skipped"}
+    assert catalog.get_table("shop.daily_sales").snapshot_manager.latest_id() == before
+
+    (LANDING / "empty-folder").mkdir(parents=True, exist_ok=True)
+    for path in (LANDING / "no-such-folder", LANDING / "empty-folder"):
+        write = PaimonWriteOperator(task_id="w", table="shop.daily_sales", path=str(path), engine="spark")
+        arguments = write.arguments({})
+        with pytest.raises(SourceError, match=r"^no source files at ") as info:
+            write._check_source(PaimonHook(), arguments)  # before any engine (no Spark, no Java stack)
+        assert "\n" not in str(info.value)
+        write.if_missing = "skip"
+        with pytest.raises(AirflowSkipException):
+            write._check_source(PaimonHook(), arguments)
