@@ -137,3 +137,28 @@ class PaimonHook(BaseHook):
 
 
 __all__ = ["ENGINES", "PaimonHook"]
+
+
+def spark_master_from_connection(conn_id: str) -> str | None:
+    """The Spark master an in-process Spark session takes from an Airflow Spark connection:
+    ``host`` (``spark://h``, ``local[2]``, ``yarn``, ``k8s://…``) with ``port`` when the host has
+    none; a ``spark_connect`` connection (or a host ``sc://…``) gives a Spark Connect URL
+    ``sc://host:port``. ``None`` when there is no such connection (then ``local[2]``, see
+    :func:`paimonflow.jobs.session.spark_session`)."""
+    from airflow.exceptions import AirflowNotFoundException
+
+    try:
+        conn = BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        return None
+    host = (conn.host or "").strip().rstrip("/")
+    if not host:
+        return None
+    connect = conn.conn_type == "spark_connect" or host.startswith("sc://")
+    if connect and not host.startswith("sc://"):
+        host = "sc://" + host
+    scheme, _, rest = host.partition("://")
+    if conn.port and rest and ":" not in rest.split("/", 1)[0]:
+        head, slash, tail = rest.partition("/")
+        host = f"{scheme}://{head}:{conn.port}{slash}{tail}"
+    return host

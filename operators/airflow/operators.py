@@ -166,7 +166,10 @@ class PaimonJobOperator(BaseOperator):
     def _run_in_spark(self, hook: PaimonHook, arguments: dict[str, Any], context) -> dict[str, Any]:
         from paimonflow.jobs.session import cancellable, spark_session
 
-        self._spark = spark = spark_session(master=self.master, conf=dict(self.spark_conf or {}))
+        from .hook import spark_master_from_connection
+
+        master = self.master or spark_master_from_connection(self.spark_conn_id or hook.spark_conn_id)
+        self._spark = spark = spark_session(master=master, conf=dict(self.spark_conf or {}))
         label = f"{context['ti'].dag_id}-{context['ti'].task_id}"
         with cancellable(spark, label) as self._tag:  # on_kill interrupts what runs under it
             try:
