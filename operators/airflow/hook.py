@@ -136,14 +136,12 @@ class PaimonHook(BaseHook):
             return False, f"{type(exc).__name__}: {exc}"
 
 
-__all__ = ["ENGINES", "PaimonHook"]
-
-
 def spark_master_from_connection(conn_id: str) -> str | None:
     """The Spark master an in-process Spark session takes from an Airflow Spark connection:
     ``host`` (``spark://h``, ``local[2]``, ``yarn``, ``k8s://…``) with ``port`` when the host has
-    none; a ``spark_connect`` connection (or a host ``sc://…``) gives a Spark Connect URL
-    ``sc://host:port``. ``None`` when there is no such connection (then ``local[2]``, see
+    none; a ``spark_connect`` connection gives the Spark provider's own Connect URL
+    (``SparkConnectHook.get_connection_url``: ``sc://host:port/`` with its user id, token and
+    SSL setting). ``None`` when there is no such connection (then ``local[2]``, see
     :func:`paimonflow.jobs.session.spark_session`)."""
     from airflow.exceptions import AirflowNotFoundException
 
@@ -151,14 +149,18 @@ def spark_master_from_connection(conn_id: str) -> str | None:
         conn = BaseHook.get_connection(conn_id)
     except AirflowNotFoundException:
         return None
+    if conn.conn_type == "spark_connect":
+        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+        return SparkConnectHook(conn_id).get_connection_url()
     host = (conn.host or "").strip().rstrip("/")
     if not host:
         return None
-    connect = conn.conn_type == "spark_connect" or host.startswith("sc://")
-    if connect and not host.startswith("sc://"):
-        host = "sc://" + host
     scheme, _, rest = host.partition("://")
     if conn.port and rest and ":" not in rest.split("/", 1)[0]:
         head, slash, tail = rest.partition("/")
         host = f"{scheme}://{head}:{conn.port}{slash}{tail}"
     return host
+
+
+__all__ = ["ENGINES", "PaimonHook", "spark_master_from_connection"]

@@ -81,7 +81,8 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         if deferrable is None:
             deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
         self.deferrable, self.on_rollback, self.on_expired = deferrable, on_rollback, on_expired
-        if not _templated(commit_kinds, on_rollback, on_expired, *commit_kinds):
+        kinds = [commit_kinds] if isinstance(commit_kinds, str) else list(commit_kinds)
+        if not _templated(on_rollback, on_expired, *kinds):
             self._validated()  # a typo fails at parse time; templated values when rendered
         if cursor_asset is None and not _templated(table, paimon_conn_id, warehouse):
             cursor_asset = sensor_asset(table, paimon_conn_id=paimon_conn_id, warehouse=warehouse)
@@ -133,25 +134,27 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         self.log.info("new snapshots %s..%s of %s", payload["first_new_id"], payload["latest_id"], self.table)
         return payload
 
-    def _check(self, context) -> Decision:
+    def _check(self, context) -> tuple[Decision, dict | None]:
+        """The rule on the table from the cursor; the decision and the observation to wait from."""
         try:
             kinds = self._validated()
         except ValueError as exc:
             raise AirflowFailException(str(exc)) from None
         table = _open(self.paimon_conn_id, self.warehouse, self.table)
-        decision = decide(table, self._last(context), kinds, on_rollback=self.on_rollback,
-                          on_expired=self.on_expired)
+        last = self._last(context)
+        decision = decide(table, last, kinds, on_rollback=self.on_rollback, on_expired=self.on_expired)
         if decision.error:
             raise AirflowFailException(decision.error)
         if decision.payload.get("skip_to"):  # only other kinds (compactions): never look at them again
-            self._cursor_store(context).set(cursor_key(self.dag_id, self.task_id), decision.payload["skip_to"])
-        return decision
+            last = decision.payload["skip_to"]
+            self._cursor_store(context).set(cursor_key(self.dag_id, self.task_id), last)
+        return decision, last
 
     def poke(self, context) -> PokeReturnValue:
         claimed = self._claimed(context)
         if claimed is not None:
             return PokeReturnValue(is_done=True, xcom_value=claimed)
-        decision = self._check(context)
+        decision, _ = self._check(context)
         if decision.fire:
             return PokeReturnValue(is_done=True, xcom_value=self._claim(context, decision.payload))
         return PokeReturnValue(is_done=False)
@@ -162,10 +165,9 @@ class PaimonSnapshotSensor(BaseSensorOperator):
         claimed = self._claimed(context)
         if claimed is not None:
             return claimed
-        decision = self._check(context)
+        decision, last = self._check(context)
         if decision.fire:
             return self._claim(context, decision.payload)
-        last = decision.payload.get("skip_to") or self._last(context)
         self.defer(trigger=PaimonSnapshotTrigger(table=self.table, paimon_conn_id=self.paimon_conn_id,
                                                  warehouse=self.warehouse, last_observation=last,
                                                  commit_kinds=list(self._validated()),

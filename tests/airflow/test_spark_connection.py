@@ -16,8 +16,9 @@ CASES = [
     ({"conn_type": "spark", "host": "local[3]"}, "local[3]"),
     ({"conn_type": "spark", "host": "yarn"}, "yarn"),
     ({"conn_type": "spark", "host": "k8s://https://10.0.0.1", "port": 6443}, "k8s://https://10.0.0.1"),
-    ({"conn_type": "spark_connect", "host": "10.0.0.9", "port": 15002}, "sc://10.0.0.9:15002"),
-    ({"conn_type": "spark_connect", "host": "sc://10.0.0.9/"}, "sc://10.0.0.9"),
+    ({"conn_type": "spark_connect", "host": "10.0.0.9", "port": 15002}, "sc://10.0.0.9:15002/"),
+    ({"conn_type": "spark_connect", "host": "10.0.0.9", "port": 15002, "login": "etl", "password": "t0k",
+      "extra": {"use_ssl": True}}, "sc://10.0.0.9:15002/;user_id=etl;token=t0k;use_ssl=True"),
     ({"conn_type": "spark", "host": "sc://10.0.0.9", "port": 15003}, "sc://10.0.0.9:15003"),
     ({"conn_type": "spark"}, None),
 ]
