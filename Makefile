@@ -6,13 +6,13 @@ PYPAIMON_VENV := .venv-pypaimon
 STAMP := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 PYPAIMON_STAMP := $(PYPAIMON_VENV)/.installed-2.1.0
 
-.PHONY: demo test test-fast lint bench java-check chromium-check clean venv pypaimon-venv java-peer reliability-long differential-long
+.PHONY: demo test test-fast lint bench java-check chromium-check postgres-check clean venv pypaimon-venv java-peer reliability-long differential-long
 
 venv: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test,s3,spark,airflow,dagster]'
+	$(PY) -m pip install --quiet -e '.[test,s3,spark,airflow,lineage,dagster]'
 	# The Airflow Spark provider hard-requires pyspark-client, which overwrites pyspark's own files:
 	# install it without dependencies (docs/airflow.md).
 	$(PY) -m pip install --quiet --no-deps 'apache-airflow-providers-apache-spark==6.3.4'
@@ -44,13 +44,23 @@ chromium-check:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	  else echo "The tests need Chromium: sudo apt-get install chromium (Debian/Ubuntu)"; exit 1; fi; }
 
+# PostgreSQL (Debian package 'postgresql') is the metadata database of the Airflow deployment test;
+# the test starts its own throwaway server on 127.0.0.1, so the package's default cluster is not created.
+postgres-check:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    mkdir -p /etc/postgresql-common; \
+	    [ -e /etc/postgresql-common/createcluster.conf ] || echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-confold postgresql; \
+	  else echo "The tests need PostgreSQL's server binaries: sudo apt-get install postgresql (Debian/Ubuntu)"; exit 1; fi; }
+
 java-check:
 	@$(PYTHON) scripts/check_java.py
 
 demo: venv java-check
 	$(PY) -m paimonflow.dags_examples.demo
 
-test: venv pypaimon-venv java-peer chromium-check lint
+test: venv pypaimon-venv java-peer chromium-check postgres-check lint
 	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) -m pytest
 
 test-fast: venv

@@ -217,7 +217,7 @@ def airflow_demo(root: Path) -> None:
     show("shop.orders snapshots after the DAGs", orders.system_table("snapshots")
          .select(["snapshot_id", "commit_kind", "commit_user", "total_record_count"]), limit=20)
     console.print(f"tags: {sorted(orders.tags.list())}; the incremental read wrote "
-                  f"{landing / 'changes' / hour.strftime('%Y-%m-%dT%H')}; Airflow's database and logs: {home}")
+                  f"{sorted(str(p) for p in (landing / 'changes').iterdir())}; Airflow's database and logs: {home}")
 
 
 def dagster_demo(root: Path) -> None:

@@ -18,7 +18,7 @@ from airflow.sdk import DAG
 from paimonflow.operators.airflow import PaimonWriteOperator, connection_table_asset
 
 TABLE = "shop.daily_sales"
-DAY = "{{ (logical_date or dag_run.run_after) | ds }}"
+DAY = "{{ (dag_run.logical_date or dag_run.run_after) | ds }}"
 
 with DAG(
     dag_id="paimon_backfill_daily",

@@ -1,10 +1,13 @@
 """Hourly ingestion with a sensor-triggered downstream incremental read.
 
-``load`` writes the hour's Parquet files into ``shop.orders`` (exactly once per logical hour:
-the commit user comes from the DAG, task and logical date); ``wait_for_commit`` fires on the new
-APPEND/OVERWRITE snapshots (deferrable: the wait runs in the triggerer) and pushes the snapshot
-range; ``read_changes`` writes exactly the rows that changed in that range, with their row kind,
-for the downstream consumers.
+``load`` writes the hour's Parquet files into ``shop.orders``, exactly once per hour: the commit
+user names the hour, so a retry, a cleared run or a manual run of an hour already loaded commits
+nothing. ``wait_for_commit`` fires on the APPEND/OVERWRITE snapshots committed since its previous
+run, whoever made them (deferrable: the wait runs in the triggerer; its cursor is durable, see
+docs/airflow.md), and pushes the snapshot range; ``read_changes`` writes exactly the rows that
+changed in that range, with their row kind, to ``<landing>/changes/<start>-<end>/`` (start
+exclusive): every committed row reaches one such folder, once, and a rerun of a run rewrites its
+own folder.
 
 Deploy: the ``paimon_default`` connection names the warehouse (its host) and the engine (its
 ``engine`` extra, default ``spark``); the Airflow Variable ``paimonflow_landing`` is where the hourly
@@ -27,7 +30,8 @@ from paimonflow.sensors.airflow import PaimonSnapshotSensor
 
 TABLE = "shop.orders"
 LANDING = "{{ var.value.paimonflow_landing }}"
-HOUR = "{{ (logical_date or dag_run.run_after).strftime('%Y-%m-%dT%H') }}"
+HOUR = "{{ (dag_run.logical_date or dag_run.run_after).strftime('%Y-%m-%dT%H') }}"
+RANGE = "{{ ti.xcom_pull(task_ids='wait_for_commit')['%s'] }}"
 
 with DAG(
     dag_id="paimon_ingest_hourly",
@@ -43,6 +47,7 @@ with DAG(
         table=TABLE,
         path=f"{LANDING}/{HOUR}",
         if_missing="skip",  # an hour with nothing landed: the run is skipped (and so are the sensor and the read)
+        commit_user=f"airflow.paimon_ingest_hourly.load.{HOUR}",
         outlets=[connection_table_asset(TABLE)],
     )
     wait_for_commit = PaimonSnapshotSensor(
@@ -55,8 +60,8 @@ with DAG(
     read_changes = PaimonReadChangesOperator(
         task_id="read_changes",
         table=TABLE,
-        start_snapshot="{{ ti.xcom_pull(task_ids='wait_for_commit')['start_snapshot'] }}",
-        end_snapshot="{{ ti.xcom_pull(task_ids='wait_for_commit')['end_snapshot'] }}",
-        output_path=f"{LANDING}/changes/{HOUR}",
+        start_snapshot=RANGE % "start_snapshot",
+        end_snapshot=RANGE % "end_snapshot",
+        output_path=f"{LANDING}/changes/{RANGE % 'start_snapshot'}-{RANGE % 'end_snapshot'}",
     )
     load >> wait_for_commit >> read_changes

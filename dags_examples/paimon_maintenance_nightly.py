@@ -30,14 +30,15 @@ with DAG(
     schedule="0 2 * * *",
     start_date=datetime(2026, 11, 21),
     catchup=False,
+    max_active_runs=1,  # maintenance of one table never overlaps itself
     tags=["paimonflow"],
 ):
     common: dict[str, Any] = {"table": TABLE}
     compact = PaimonCompactOperator(task_id="compact", full=True, outlets=[connection_table_asset(TABLE)], **common)
     expire = PaimonExpireSnapshotsOperator(task_id="expire_snapshots", **common)
     expire_changelogs = PaimonExpireChangelogsOperator(task_id="expire_changelogs", **common)
-    tag = PaimonCreateTagOperator(task_id="tag_the_day", name="{{ (logical_date or dag_run.run_after) | ds }}",
-                                  time_retained="30 d", **common)
+    tag = PaimonCreateTagOperator(task_id="tag_the_day", time_retained="30 d",
+                                  name="{{ (dag_run.logical_date or dag_run.run_after) | ds }}", **common)
     expire_tags = PaimonExpireTagsOperator(task_id="expire_tags", **common)
     orphans = PaimonRemoveOrphanFilesOperator(task_id="remove_orphan_files", older_than=ORPHAN_AGE,
                                               min_older_than=ORPHAN_MIN_AGE, **common)

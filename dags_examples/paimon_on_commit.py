@@ -16,7 +16,7 @@ TABLE = "shop.orders"
 
 # the commits of shop.orders in the paimon_default connection's warehouse (not the table's own
 # asset, which the writing tasks name as outlets)
-orders_commits = table_commits_asset(TABLE, poll_interval=30)
+orders_commits = table_commits_asset(TABLE, poll_interval=10)
 
 with DAG(dag_id="paimon_on_commit", schedule=[orders_commits], start_date=datetime(2026, 11, 1), catchup=False,
          tags=["paimonflow"]):
@@ -28,13 +28,14 @@ with DAG(dag_id="paimon_on_commit", schedule=[orders_commits], start_date=dateti
 
         from paimonflow.operators.airflow import PaimonHook
 
+        # an asset watcher's event carries the trigger's payload under "payload" in its extra
         events = context.get("triggering_asset_events") or {}
-        reported = [e.extra.get("end_snapshot") for evs in events.values() for e in evs if e.extra]
+        reported = [(e.extra or {}).get("payload", {}).get("end_snapshot") for evs in events.values() for e in evs]
         orders = PaimonHook().get_table(TABLE)
         snapshot = max([s for s in reported if s] or [orders.snapshot_manager.latest_id()])
         rows = orders.read(snapshot_id=snapshot, columns=["dt", "amount"])
         totals = rows.group_by("dt").aggregate([("amount", "sum")])
-        return {"snapshot_id": snapshot, "days": totals.num_rows,
+        return {"snapshot_id": snapshot, "reported": sorted(s for s in reported if s), "days": totals.num_rows,
                 "amount": float(pc.sum(rows.column("amount")).as_py() or 0)}
 
     summarize()

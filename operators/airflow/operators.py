@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import jinja2
-from airflow.sdk import Asset, BaseOperator
+from airflow.sdk import Asset, BaseOperator, BaseOperatorLink
 
 from paimonflow.core.errors import InvalidArgumentError
 from paimonflow.core.options.parse import parse_duration_millis
@@ -77,24 +77,54 @@ def commit_user_for(context: Mapping[str, Any]) -> str:
     return re.sub(r"[^\w\-.@+~]", "_", ".".join(parts))[:200]
 
 
+def health_path(conn_id: str, table: str) -> str:
+    """The plugin's table-health page of a table known by its connection (plugins/airflow/web.py)."""
+    from urllib.parse import quote
+
+    return f"/paimonflow/connections/{quote(conn_id, safe='')}/health/{quote(table, safe='')}"
+
+
+class TableHealthLink(BaseOperatorLink):
+    """The task's table on the plugin's table-health page (behind Airflow's login, like the page).
+    Airflow 3 evaluates the link on the worker when the task ends, with the rendered operator, and
+    keeps it in XCom; a table given by ``warehouse=`` (no connection) has no page, so no link."""
+
+    name = "Paimon table health"
+
+    def get_link(self, operator, *, ti_key) -> str:
+        from airflow.configuration import conf
+
+        if getattr(operator, "warehouse", None) or not getattr(operator, "paimon_conn_id", None):
+            return ""
+        return conf.get("api", "base_url", fallback="").rstrip("/") + health_path(operator.paimon_conn_id,
+                                                                                  operator.table)
+
+
 class PaimonJobOperator(BaseOperator):
     """Base: a job on one table. Subclasses name the job and its arguments."""
+
+    operator_extra_links = (TableHealthLink(),)
 
     job: ClassVar[str] = ""
     commits: ClassVar[bool] = False  # whether the job commits (and so needs a commit identity)
     template_fields: Sequence[str] = ("table", "paimon_conn_id", "warehouse", "engine", "master", "spark_conf",
-                                      "spark_conn_id")
+                                      "spark_conn_id", "commit_user")
     template_fields_renderers: ClassVar[dict[str, str]] = {"spark_conf": "json"}
     ui_color = "#e8f4fa"
 
     def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
                  warehouse: str | None = None, engine: str | None = None, master: str | None = None,
                  spark_conf: Mapping[str, str] | None = None, spark_conn_id: str | None = None,
-                 **kwargs: Any) -> None:
+                 commit_user: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.table, self.paimon_conn_id, self.warehouse, self.engine = table, paimon_conn_id, warehouse, engine
         self.master, self.spark_conf, self.spark_conn_id = master, spark_conf, spark_conn_id
+        # who commits: by default one identity per task run (commit_user_for), so a retry or a
+        # cleared run never commits twice; a template such as a per-hour user makes every run of that
+        # hour (scheduled, manual, backfilled) commit it at most once
+        self.commit_user = commit_user
         self._spark: SparkSession | None = None
+        self._finished: tuple[PaimonHook, dict[str, Any]] | None = None  # for the lineage facets
         self._tag: str | None = None  # the Spark job tag of the running job, for on_kill
         self._submit_hook: SparkSubmitHook | None = None
 
@@ -127,11 +157,14 @@ class PaimonJobOperator(BaseOperator):
         if engine not in ENGINES:
             raise InvalidArgumentError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         arguments = self.arguments(context)
+        given_user = None if self.commit_user in (None, *_ABSENT) else str(self.commit_user).strip()
+        if given_user and not self.commits:
+            raise InvalidArgumentError(f"{self.job} commits nothing: commit_user does not apply")
+        if self.commits:
+            arguments.setdefault("commit_user", given_user or commit_user_for(context))
+            arguments.setdefault("commit_identifier", RUN_IDENTIFIER)
         self._check_names(arguments)
         self._check_source(hook, arguments)
-        if self.commits:
-            arguments.setdefault("commit_user", commit_user_for(context))
-            arguments.setdefault("commit_identifier", RUN_IDENTIFIER)
         self.log.info("paimonflow %s on %s (engine %s)", self.job, self.table, engine)
         if engine == "core":
             result = self.run_core(hook, arguments)
@@ -140,8 +173,18 @@ class PaimonJobOperator(BaseOperator):
         else:
             result = self._run_submitted(hook, arguments)
         self._emit_asset_events(context, result)
+        self._finished = (hook, result)
         self.log.info("result: %s", result)
         return result
+
+    def get_openlineage_facets_on_complete(self, task_instance):
+        """OpenLineage facets of the finished job (the OpenLineage provider calls this on success)."""
+        from .lineage import operator_lineage
+
+        if self._finished is None:
+            return None
+        hook, result = self._finished
+        return operator_lineage(self, hook, result)
 
     def _check_source(self, hook: PaimonHook, arguments: Mapping[str, Any]) -> None:
         """Before any engine starts: refuse (or skip) a run whose input is not there."""

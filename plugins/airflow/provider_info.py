@@ -101,6 +101,9 @@ def _version() -> str:
         return "0.0.0"
 
 
+EXTRA_LINK = "paimonflow.operators.airflow.operators.TableHealthLink"  # every operator's link to its table's page
+
+
 def _modules(modules: tuple[str, ...]) -> list[dict[str, Any]]:
     return [{"integration-name": INTEGRATION, "python-modules": list(modules)}]
 
@@ -128,6 +131,7 @@ def get_provider_info() -> dict[str, Any]:
             "conn-fields": copy.deepcopy(CONN_FIELDS),
         }],
         "plugins": [{"name": "paimonflow", "plugin-class": PLUGIN_CLASS}],
+        "extra-links": [EXTRA_LINK],
     }
 
 

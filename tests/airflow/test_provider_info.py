@@ -63,11 +63,23 @@ def test_sections_valid_for_the_stricter_provider_yaml_schema() -> None:
     says what ``ui-field-behaviour`` and ``conn-fields`` may hold (what ProvidersManager reads)."""
     schema = _schema("provider.yaml.schema.json")
     info = get_provider_info()
-    for key in ("integrations", *SECTIONS, "connection-types", "plugins"):
+    for key in ("integrations", *SECTIONS, "connection-types", "plugins", "extra-links"):
         jsonschema.validate(info[key], {"definitions": schema.get("definitions", {}), **schema["properties"][key]})
     integrations = {i["integration-name"] for i in info["integrations"]}
     assert {e["integration-name"] for key in SECTIONS for e in info[key]} <= integrations
-    assert "extra-links" not in info  # no operator defines operator_extra_links
+
+
+def test_the_extra_links_listed_are_the_ones_every_operator_declares() -> None:
+    from airflow.sdk import BaseOperatorLink
+
+    from paimonflow.operators import airflow as operators
+
+    [path] = get_provider_info()["extra-links"]
+    module, name = path.rsplit(".", 1)
+    link = getattr(importlib.import_module(module), name)
+    assert issubclass(link, BaseOperatorLink)
+    for operator in (getattr(operators, n) for n in operators.__all__ if n.endswith("Operator")):
+        assert [type(x) for x in operator.operator_extra_links] == [link], operator
 
 
 @pytest.mark.parametrize("section", SECTIONS)
