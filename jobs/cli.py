@@ -47,7 +47,7 @@ _RESULT_FILE: dict[str, str | None] = {"path": None}
 
 @app.callback()
 def _options(result_file: Annotated[str | None, typer.Option(
-        help="Also write the JSON result to this file (for callers that cannot read stdout)")] = None) -> None:
+        help="Also write the JSON result to this file or storage URI (for callers that cannot read stdout)")] = None) -> None:
     """paimonflow Spark jobs (each prints one JSON result line)."""
     _RESULT_FILE["path"] = result_file
 
@@ -80,9 +80,14 @@ def job(name: str):
                 _fail(name, "JobInterrupted", "interrupted; the job's Spark work was cancelled")
                 raise typer.Exit(130) from None
             print(result.to_json())
-            if _RESULT_FILE["path"]:
-                with open(_RESULT_FILE["path"], "w") as out:
-                    out.write(result.to_json())
+            if _RESULT_FILE["path"]:  # a path or a URI on the warehouse's storage (jobs/results.py)
+                from paimonflow.jobs.results import write_result
+
+                try:
+                    write_result(_RESULT_FILE["path"], result.to_json(), storage_options_from_env())
+                except PaimonflowError as exc:
+                    _fail(name, type(exc).__name__, f"the job finished, but its result was not written: {exc}")
+                    raise typer.Exit(2) from None
 
         return app.command(name)(run)
 

@@ -254,8 +254,8 @@ class BranchManager:
             if main_ids and main_ids[-1] < target:
                 raise InvalidArgumentError(
                     f"cannot fast-forward to branch {name!r}: it starts at snapshot {earliest.id}, but main ends "
-                    f"at snapshot {main_ids[-1]} (main was rolled back below the branch's start); main's snapshot "
-                    "ids would have a gap")
+                    f"at snapshot {main_ids[-1]} (the branch's older snapshots expired, or main was rolled back "
+                    "below the branch's start); main's snapshot ids would have a gap")
         except BaseException:
             main_snapshots.end_rollback(target)
             raise

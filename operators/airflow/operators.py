@@ -238,17 +238,21 @@ class PaimonJobOperator(BaseOperator):
                                env_vars=dict(command.env) or None)
 
     def _run_submitted(self, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
-        import json
-        import tempfile
-        from pathlib import Path
-
+        from paimonflow.jobs.results import discard_result, result_uri, take_result
         from paimonflow.jobs.submit import APPLICATION
 
-        with tempfile.NamedTemporaryFile(suffix=".json") as result_file:
-            self._submit_hook = submit_hook = self.submit_hook(hook, arguments, result_file.name)
+        # the driver writes its result to the warehouse's storage: reachable from the driver in client
+        # and in cluster deploy mode alike (jobs/results.py)
+        location = hook.location(self.table)
+        uri = result_uri(location.warehouse)
+        self._submit_hook = submit_hook = self.submit_hook(hook, arguments, uri)
+        try:
             submit_hook.submit(application=APPLICATION)
-            text = Path(result_file.name).read_text().strip()
-        return json.loads(text) if text else {"job": self.job, "table": self.table, "submitted": True}
+        except BaseException:
+            discard_result(uri, location.storage_options)  # quietly: the submission's error is the one to see
+            raise
+        result = take_result(uri, location.storage_options)
+        return result or {"job": self.job, "table": self.table, "submitted": True}
 
     def _emit_asset_events(self, context, result: Mapping[str, Any]) -> None:
         events = context.get("outlet_events")

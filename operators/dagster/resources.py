@@ -9,10 +9,8 @@ paimonflow Spark jobs: in-process on a local session by default, or through ``sp
 
 # No ``from __future__ import annotations`` here: Dagster reads these annotations at runtime.
 
-import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Literal, Union
 
@@ -85,19 +83,25 @@ class SparkResource(dg.ConfigurableResource):
         return run_job(job, self.session(), paimon.location(table), arguments)
 
     def _submitted(self, job, paimon, table, arguments) -> dict[str, Any]:
+        from paimonflow.jobs.results import result_uri, take_result
         from paimonflow.jobs.submit import submit_command
 
-        with tempfile.TemporaryDirectory() as scratch:
-            result_file = Path(scratch) / "result.json"
-            command = submit_command(job, paimon.location(table), arguments, result_file=str(result_file))
-            argv = command.argv(spark_submit=self.spark_submit, master=self.master, conf=self.conf,
-                                name=f"paimonflow-{job}")
+        location = paimon.location(table)
+        uri = result_uri(location.warehouse)  # the driver's result, through the warehouse (jobs/results.py)
+        command = submit_command(job, location, arguments, result_file=uri)
+        argv = command.argv(spark_submit=self.spark_submit, master=self.master, conf=self.conf,
+                            name=f"paimonflow-{job}")
+        try:
             # credentials travel in the environment (command.env), never on argv (S9)
             proc = subprocess.run(argv, capture_output=True, text=True, env={**_submit_env(), **command.env})
-            if proc.returncode != 0:
-                raise dg.Failure(description=f"spark-submit {job} failed (exit {proc.returncode})",
-                                 metadata={"stderr": dg.MetadataValue.text(proc.stderr[-4000:])})
-            return json.loads(result_file.read_text())
+        finally:
+            result = take_result(uri, location.storage_options)
+        if proc.returncode != 0:
+            raise dg.Failure(description=f"spark-submit {job} failed (exit {proc.returncode})",
+                             metadata={"stderr": dg.MetadataValue.text(proc.stderr[-4000:])})
+        if result is None:
+            raise dg.Failure(description=f"spark-submit {job} succeeded but its driver wrote no result")
+        return result
 
 
 def _submit_env() -> dict[str, str]:

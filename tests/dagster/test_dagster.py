@@ -252,20 +252,21 @@ def test_paimon_resource_takes_s3_secrets_from_the_environment(monkeypatch):
 def test_spark_resource_submits_the_shared_command_with_credentials_in_the_environment(monkeypatch, tmp_path):
     """``SparkResource(submit=True)`` runs :func:`paimonflow.jobs.submit.submit_command`'s argv; the
     S3 secret travels in ``PAIMONFLOW_STORAGE_OPTIONS`` only (reliability S9)."""
+    import paimonflow.jobs.results as results
     import paimonflow.operators.dagster.resources as resources
     from paimonflow.jobs.submit import APPLICATION
     from paimonflow.operators.dagster import PaimonResource, S3Storage, SparkResource
 
-    calls = []
+    calls, written = [], {}
 
-    def fake_run(argv, **kwargs):
+    def fake_run(argv, **kwargs):  # stands in for spark-submit (and its driver writing the result)
         calls.append((argv, kwargs["env"]))
-        result_file = argv[argv.index("--result-file") + 1]
-        with open(result_file, "w") as out:
-            out.write('{"job": "compact", "snapshot_id": 7}')
+        written[argv[argv.index("--result-file") + 1]] = {"job": "compact", "snapshot_id": 7}
         return subprocess.CompletedProcess(argv, 0, "", "")
 
     monkeypatch.setattr(resources.subprocess, "run", fake_run)
+    # the result travels through the warehouse's storage (s3://lake here, no server: a dict stands in)
+    monkeypatch.setattr(results, "take_result", lambda uri, options: written.pop(uri))
     paimon = PaimonResource(warehouse="s3://lake/wh", storage=S3Storage(region="eu-west-1", secret_key="sk-8d1f"))
     spark = SparkResource(master="yarn", conf={"spark.ui.enabled": "false"}, submit=True, spark_submit="/opt/spark-submit")
     assert spark.run("compact", paimon, "shop.orders", {"full": True}) == {"job": "compact", "snapshot_id": 7}
@@ -273,6 +274,7 @@ def test_spark_resource_submits_the_shared_command_with_credentials_in_the_envir
     assert argv[:7] == ["/opt/spark-submit", "--master", "yarn", "--name", "paimonflow-compact", "--conf",
                         "spark.ui.enabled=false"]
     assert argv[7] == APPLICATION and argv[10:] == ["compact", "-w", "s3://lake/wh", "-t", "shop.orders", "--full"]
+    assert argv[8] == "--result-file" and argv[9].startswith("s3://lake/wh/.paimonflow-results/") and not written
     assert not any("sk-8d1f" in a or "s3." in a for a in argv)
     assert json.loads(env["PAIMONFLOW_STORAGE_OPTIONS"]) == {"s3.region": "eu-west-1", "s3.secret-key": "sk-8d1f"}
 

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -33,11 +34,17 @@ def csv(path, ids, v: str) -> str:
 
 
 def submit(cluster, tmp_path, name: str, job: str, location: TableLocation, arguments: dict) -> dict:
-    result_file = tmp_path / f"{name}.json"
-    command = submit_command(job, location, arguments, result_file=str(result_file))
+    """spark-submit ``job``; its result comes back through the warehouse as the integrations get it
+    (jobs/results.py), and matches the JSON line the driver printed."""
+    from paimonflow.jobs.results import RESULTS_DIR, result_uri, take_result
+
+    uri = result_uri(location.warehouse)
+    command = submit_command(job, location, arguments, result_file=uri)
     proc = spark_submit(cluster, name, command)
     assert proc.returncode == 0, f"{job}: {proc.stderr[-3000:]}"
-    result = json.loads(result_file.read_text())
+    result = take_result(uri, location.storage_options)
+    assert result == json.loads(proc.stdout.strip().splitlines()[-1])
+    assert not list((Path(location.warehouse) / RESULTS_DIR).iterdir())  # read back and deleted
     assert result["master"] == cluster.url, result  # the job ran on the cluster, not in local mode
     app = cluster.application(name)
     assert app["state"] == "FINISHED" and app["cores"] >= 1, app
