@@ -178,6 +178,11 @@ def test_hostile_metadata_is_rendered_escaped(api, tokens):
     assert body.count("<svg") == 2 and body.count("</svg>") == 2  # the pictures are still markup
 
 
+def test_the_retained_range_says_expired_only_when_snapshots_expired(api, tokens):
+    body = get(api, "/paimonflow/connections/paimon_lab/health/lab.orders", "admin", tokens).text
+    assert "Retained snapshots 1..1." in body and "earlier ones expired" not in body
+
+
 @pytest.mark.parametrize("conn_id", ["no_such_conn", "spark_local"])
 def test_a_connection_that_is_missing_or_not_paimon_is_a_one_line_404(api, tokens, conn_id):
     for path in (f"/paimonflow/connections/{conn_id}/tables", f"/paimonflow/connections/{conn_id}/health/lab.orders"):
