@@ -64,8 +64,11 @@ def changelog_files(table: TableMeta, changelog: Snapshot) -> set[str]:
             out |= {path_of(e) for e in mio.changelog_entries(changelog)}
         else:
             out |= set(manifest_files(table, [changelog.base_manifest_list, changelog.delta_manifest_list]))
+            # what the delta's rows were written as: APPEND files (a compaction's output is no change,
+            # and snapshot expiry deletes it like any compacted-away file: core/maintenance/expire.py)
             out |= {path_of(e) for m in mio.manifest_list(changelog.delta_manifest_list)
-                    for e in mio.manifest_entries(m.file_name) if e.kind is FileKind.ADD}
+                    for e in mio.manifest_entries(m.file_name)
+                    if e.kind is FileKind.ADD and e.file.file_source in (None, 0)}
     return out
 
 

@@ -262,3 +262,23 @@ def test_producer_none_append_files_expire_with_the_changelog_that_deleted_them(
     assert missing_files(t) == []
     assert t.remove_orphan_files(older_than_millis=0, dry_run=True).orphans == ()  # nothing leaked
     assert t.read().num_rows == len({r["id"] for r in t.read().to_pylist()})
+
+
+def test_a_compaction_kept_as_a_long_lived_changelog_keeps_no_compacted_away_file(tmp_path):
+    """Found by the property above (write, write, compact, write, compact, expire; producer none):
+    the expired compaction's output, rewritten by the later compaction, was still counted as needed
+    by its long-lived changelog, which in delta mode reads APPEND files only."""
+    t = make(tmp_path, "t", **{"changelog-producer": "none", "write-only": "true",
+                               "changelog.num-retained.min": "1", "changelog.num-retained.max": "5",
+                               "changelog.time-retained": "3 h"})
+    for step in ("write", "write", "compact", "write", "compact"):
+        if step == "write":
+            t.write(pa.table({"id": [0], "v": [step]}, schema=SCHEMA))
+        else:
+            t.compact(full=True)
+    latest = t.snapshot_manager.latest_id()
+    before = changes(t, 0, latest, "delta")
+    t.expire_snapshots(retain_min=1, older_than_millis=0)
+    assert t.snapshot_manager.list_ids() == [latest]
+    assert missing_files(t) == []
+    assert changes(t, 0, latest, "delta") == before  # the long-lived changelogs still read
