@@ -164,7 +164,7 @@ class Table:
                            snapshot_manager=self.snapshot_manager, manifest_io=self.manifest_io, commit_user=user,
                            clock=now, after_commit=lambda _: maintain_after_commit(self, clock=now))
 
-    def write(self, data, *, overwrite: bool | Mapping[str, object] = False, row_kinds=None,
+    def write(self, data, *, overwrite: bool | Mapping[str, object] | Predicate = False, row_kinds=None,
               commit_user: str | None = None, commit_identifier: int | None = None) -> CommitResult:
         """Write ``data`` (a pyarrow Table, RecordBatch or iterable of batches) as one commit.
 
@@ -172,6 +172,8 @@ class Table:
         the default) or the whole table; ``overwrite={"dt": "2026-11-21"}`` replaces that partition.
         ``row_kinds`` gives each row's kind (``"+I"``, ``"-U"``, ``"+U"``, ``"-D"``; one string or one
         per row) for primary-key tables; ``rowkind.field`` does the same from a column.
+        ``overwrite=col("dt").between("2026-11-01", "2026-11-07")`` replaces every partition whose
+        values satisfy the predicate (on partition columns only), and ``data`` must lie within it.
         With ``commit_user`` and ``commit_identifier`` the commit is exactly-once: repeating it
         commits nothing and reports the existing snapshot.
         """
@@ -206,14 +208,28 @@ class Table:
 
         return after_batch_write(self, result)  # tag.automatic-creation=batch
 
-    def overwrite_spec(self, overwrite: bool | Mapping[str, object]) -> OverwriteSpec | None:
+    def delta_stats(self, snapshot_id: int):
+        """Rows, files and bytes snapshot ``snapshot_id``'s commit added and deleted
+        (:class:`~paimonflow.core.meta.manifest_io.DeltaStats`)."""
+        return self.manifest_io.delta_stats(self.snapshot_manager.snapshot(snapshot_id))
+
+    def overwrite_spec(self, overwrite: bool | Mapping[str, object] | Predicate) -> OverwriteSpec | None:
         """What a commit with ``overwrite`` replaces: None (append), the whole table or the
-        partitions the rows touch (``True``, as ``dynamic-partition-overwrite`` says), or a static
-        partition spec (checked against the partition keys). For engines that commit themselves."""
+        partitions the rows touch (``True``, as ``dynamic-partition-overwrite`` says), a static
+        partition spec (checked against the partition keys), or the partitions a predicate on the
+        partition columns selects. For engines that commit themselves."""
         if overwrite is False or overwrite is None:
             return None
         if overwrite is True:
             return OverwriteSpec(dynamic=self.options.dynamic_partition_overwrite and bool(self.partition_keys))
+        if isinstance(overwrite, Predicate):
+            outside = sorted(overwrite.fields() - set(self.partition_keys))
+            if outside:
+                from .errors import SchemaError
+
+                raise SchemaError(f"an overwrite predicate may only name partition columns; {outside} are not "
+                                  f"(partition keys are {list(self.partition_keys)})")
+            return OverwriteSpec(where=overwrite)
         unknown = [k for k in overwrite if k not in self.partition_keys]
         if unknown:
             from .errors import SchemaError

@@ -31,7 +31,8 @@ from paimonflow.sensors.airflow import PaimonSnapshotSensor
 TABLE = "shop.orders"
 LANDING = "{{ var.value.paimonflow_landing }}"
 HOUR = "{{ (dag_run.logical_date or dag_run.run_after).strftime('%Y-%m-%dT%H') }}"
-RANGE = "{{ ti.xcom_pull(task_ids='wait_for_commit')['%s'] }}"
+START, END = ("{{ ti.xcom_pull(task_ids='wait_for_commit')['" + key + "'] }}"  # the range the sensor pushed
+              for key in ("start_snapshot", "end_snapshot"))
 
 with DAG(
     dag_id="paimon_ingest_hourly",
@@ -60,8 +61,8 @@ with DAG(
     read_changes = PaimonReadChangesOperator(
         task_id="read_changes",
         table=TABLE,
-        start_snapshot=RANGE % "start_snapshot",
-        end_snapshot=RANGE % "end_snapshot",
-        output_path=f"{LANDING}/changes/{RANGE % 'start_snapshot'}-{RANGE % 'end_snapshot'}",
+        start_snapshot=START,
+        end_snapshot=END,
+        output_path=f"{LANDING}/changes/{START}-{END}",
     )
     load >> wait_for_commit >> read_changes

@@ -68,34 +68,51 @@ def job(name: str):
     def decorate(fn):
         @functools.wraps(fn)
         def run(*args, **kwargs):
-            try:
-                with ExitStack() as running, typed_errors():  # a user's mistake Spark reported, typed
-                    running.enter_context(_sigterm_interrupts())
-                    _RUNNING.update(job=name, stack=running)
-                    result = with_master(fn(*args, **kwargs))
-            except PaimonflowError as exc:
-                _fail(name, type(exc).__name__, str(exc))
-                raise typer.Exit(2) from None
-            except KeyboardInterrupt:  # SIGINT or SIGTERM: its Spark work was interrupted on the way out
-                _fail(name, "JobInterrupted", "interrupted; the job's Spark work was cancelled")
-                raise typer.Exit(130) from None
-            print(result.to_json())
-            if _RESULT_FILE["path"]:  # a path or a URI on the warehouse's storage (jobs/results.py)
-                from paimonflow.jobs.results import write_result
+            from paimonflow.jobs.pipes import pipes_session
 
-                try:
-                    write_result(_RESULT_FILE["path"], result.to_json(), storage_options_from_env())
-                except PaimonflowError as exc:
-                    _fail(name, type(exc).__name__, f"the job finished, but its result was not written: {exc}")
-                    raise typer.Exit(2) from None
+            with pipes_session(storage_options_from_env()) as pipes:  # None unless launched by Dagster Pipes
+                code = _run_job(name, fn, args, kwargs, pipes)
+            if code:
+                raise typer.Exit(code)
 
         return app.command(name)(run)
 
     return decorate
 
 
-def _fail(name: str, error: str, message: str) -> None:
+def _run_job(name: str, fn, args, kwargs, pipes) -> int:
+    """Run the job; print its result (and hand it to Pipes and the result file); the exit code."""
+    try:
+        with ExitStack() as running, typed_errors():  # a user's mistake Spark reported, typed
+            running.enter_context(_sigterm_interrupts())
+            _RUNNING.update(job=name, stack=running)
+            result = with_master(fn(*args, **kwargs))
+    except PaimonflowError as exc:
+        _fail(name, type(exc).__name__, str(exc), pipes)
+        return 2
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: its Spark work was interrupted on the way out
+        _fail(name, "JobInterrupted", "interrupted; the job's Spark work was cancelled", pipes)
+        return 130
+    text = result.to_json()
+    print(text)
+    if pipes is not None:
+        pipes.log.info(f"paimonflow {name} finished on {json.loads(text).get('master')}")
+        pipes.report_custom_message(json.loads(text))
+    if _RESULT_FILE["path"]:  # a path or a URI on the warehouse's storage (jobs/results.py)
+        from paimonflow.jobs.results import write_result
+
+        try:
+            write_result(_RESULT_FILE["path"], text, storage_options_from_env())
+        except PaimonflowError as exc:
+            _fail(name, type(exc).__name__, f"the job finished, but its result was not written: {exc}", pipes)
+            return 2
+    return 0
+
+
+def _fail(name: str, error: str, message: str, pipes=None) -> None:
     print(json.dumps({"job": name, "error": error, "message": message}), file=sys.stderr, flush=True)
+    if pipes is not None:
+        pipes.log.error(f"{error}: {message}")
 
 
 def _terminated(signum, frame) -> None:

@@ -22,11 +22,6 @@ from paimonflow.core.fs import get_file_io
 RESULTS_DIR = ".paimonflow-results"
 
 
-def result_uri(warehouse: str) -> str:
-    """A fresh place for one job's result, under ``warehouse``."""
-    return f"{warehouse.rstrip('/')}/{RESULTS_DIR}/{uuid.uuid4().hex}.json"
-
-
 def write_result(uri: str, text: str, storage_options: Mapping[str, str] | None = None) -> None:
     """Write the result (the driver's side): one atomic write, the folder made first."""
     io = get_file_io(uri, dict(storage_options or {}) or None)
@@ -34,24 +29,33 @@ def write_result(uri: str, text: str, storage_options: Mapping[str, str] | None 
     io.write_bytes(uri, text.encode())
 
 
-def take_result(uri: str, storage_options: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-    """Read the result back and delete it (the submitter's side); ``None`` if the driver wrote none."""
-    io = get_file_io(uri, dict(storage_options or {}) or None)
-    if not io.exists(uri):
-        return None
-    try:
-        text = io.read_bytes(uri).decode().strip()
-    finally:
-        io.delete(uri)
-    return json.loads(text) if text else None
+class ResultFile:
+    """The submitter's side: a fresh place under the warehouse for one job's result (``uri``, for
+    the driver), read back once with :meth:`take`. Leaving the ``with`` block deletes whatever is
+    left, quietly, so a failed submission leaves nothing behind and its own error is the one seen."""
+
+    def __init__(self, warehouse: str, storage_options: Mapping[str, str] | None = None) -> None:
+        self.uri = f"{warehouse.rstrip('/')}/{RESULTS_DIR}/{uuid.uuid4().hex}.json"
+        self._io = get_file_io(self.uri, dict(storage_options or {}) or None)
+
+    def take(self) -> dict[str, Any] | None:
+        """The result the driver wrote (then deleted); ``None`` if it wrote none."""
+        if not self._io.exists(self.uri):
+            return None
+        try:
+            text = self._io.read_bytes(self.uri).decode().strip()
+        finally:
+            self._io.delete(self.uri)
+        return json.loads(text) if text else None
+
+    def __enter__(self) -> ResultFile:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        from paimonflow.core.errors import PaimonflowError
+
+        with contextlib.suppress(PaimonflowError, OSError):
+            self._io.delete(self.uri)
 
 
-def discard_result(uri: str, storage_options: Mapping[str, str] | None = None) -> None:
-    """Delete a result nobody will read (the submission failed); never raises."""
-    from paimonflow.core.errors import PaimonflowError
-
-    with contextlib.suppress(PaimonflowError, OSError):
-        get_file_io(uri, dict(storage_options or {}) or None).delete(uri)
-
-
-__all__ = ["RESULTS_DIR", "discard_result", "result_uri", "take_result", "write_result"]
+__all__ = ["RESULTS_DIR", "ResultFile", "write_result"]

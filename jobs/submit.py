@@ -52,12 +52,13 @@ class SubmitCommand:
 
 
 def submit_command(job: str, location: TableLocation, arguments: Mapping[str, Any], *,
-                   result_file: str) -> SubmitCommand:
+                   result_file: str | None) -> SubmitCommand:
     """The command running ``job`` on ``location`` with ``arguments`` (the keyword arguments
     :func:`paimonflow.jobs.registry.run_job` takes), writing its JSON result to ``result_file``:
     ``--result-file <result_file> <job> -w <warehouse> -t <table> [job options]``, and the table's
-    storage options as one JSON object in ``PAIMONFLOW_STORAGE_OPTIONS``. Pure: starts nothing."""
-    args = ("--result-file", result_file, job, "-w", location.warehouse, "-t", location.identifier,
+    storage options as one JSON object in ``PAIMONFLOW_STORAGE_OPTIONS``. Pure: starts nothing.
+    ``result_file=None``: the result comes back another way (Dagster Pipes, jobs/pipes.py)."""
+    args = (*(("--result-file", result_file) if result_file else ()), job, "-w", location.warehouse, "-t", location.identifier,
             *cli_arguments(arguments))
     storage = dict(location.storage_options)
     return SubmitCommand(application_args=args, env={STORAGE_OPTIONS_ENV: json.dumps(storage)} if storage else {})

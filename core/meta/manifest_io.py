@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..data.binary_row import deserialize_row, serialize_row
@@ -18,6 +19,7 @@ from ..fs import FileIO, join
 from ..options.core import CoreOptions
 from ..predicate import ColumnStats, Predicate
 from .manifest import (
+    FileKind,
     ManifestEntry,
     ManifestFile,
     ManifestFileMeta,
@@ -28,6 +30,18 @@ from .manifest import (
 )
 from .schema import TableSchema
 from .snapshots import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaStats:
+    """What one commit changed, from its delta manifests."""
+
+    added_rows: int
+    added_files: int
+    added_bytes: int
+    deleted_rows: int
+    deleted_files: int
+    deleted_bytes: int
 
 
 class ManifestIO:
@@ -92,6 +106,17 @@ class ManifestIO:
     def delta_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         """The entries (ADD and DELETE) of ``snapshot``'s delta: what its commit changed."""
         return [e for m in self._lists.read(snapshot.delta_manifest_list) for e in self._files.read(m.file_name)]
+
+    def delta_stats(self, snapshot: Snapshot) -> DeltaStats:
+        """Rows, files and bytes ``snapshot``'s commit added and removed (its delta's entries): the
+        same whichever engine committed it."""
+        totals = {FileKind.ADD: [0, 0, 0], FileKind.DELETE: [0, 0, 0]}
+        for e in self.delta_entries(snapshot):
+            counts = totals[e.kind]
+            counts[0] += e.file.row_count
+            counts[1] += 1
+            counts[2] += e.file.file_size
+        return DeltaStats(*totals[FileKind.ADD], *totals[FileKind.DELETE])
 
     def changelog_entries(self, snapshot: Snapshot) -> list[ManifestEntry]:
         """The changelog files a snapshot added (empty without a changelog producer)."""

@@ -19,6 +19,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from ..data.binary_row import deserialize_row, serialize_row
 from ..errors import (
     BranchNotFoundError,
@@ -36,6 +38,7 @@ from ..meta.manifest_io import ManifestIO
 from ..meta.schema import TableSchema
 from ..meta.snapshots import CommitKind, Snapshot, SnapshotManager
 from ..options.core import CoreOptions
+from ..predicate import Predicate
 from .messages import CommitMessage
 
 _log = logging.getLogger(__name__)
@@ -78,10 +81,13 @@ class CommitResult:
 @dataclass(frozen=True, slots=True)
 class OverwriteSpec:
     """Which partitions an OVERWRITE replaces: a static spec (prefix of the partition keys), every
-    partition present in the new files (``dynamic``), or the whole table (empty static spec)."""
+    partition present in the new files (``dynamic``), every partition whose values satisfy
+    ``where`` (a predicate on partition columns; the new files must satisfy it too), or the whole
+    table (empty static spec)."""
 
     static: Mapping[str, object] = field(default_factory=dict)
     dynamic: bool = False
+    where: Predicate | None = None
     #: drop these partitions (specs as ``static``) in one snapshot, adding nothing (Paimon's
     #: ``dropPartitions``); takes precedence over ``static`` and ``dynamic``
     drop: tuple[Mapping[str, object], ...] = ()
@@ -416,6 +422,14 @@ class TableCommit:
         elif spec.dynamic and keys:
             targets = {e.partition for e in adds}
             chosen = [e for e in base if e.partition in targets]
+        elif spec.where is not None:
+            matching = self._partitions_where(spec.where, {e.partition for e in base} | {e.partition for e in adds})
+            chosen = [e for e in base if e.partition in matching]
+            for e in adds:
+                if e.partition not in matching:
+                    values = deserialize_row(e.partition, self._partition_types)
+                    raise SchemaError(f"overwrite where {spec.where.to_arrow()} got rows of partition "
+                                      f"{dict(zip(keys, values, strict=True))}")
         elif spec.static:
             replaced = self._partition_matcher([spec.static])
             chosen = [e for e in base if replaced(e.partition)]
@@ -427,6 +441,19 @@ class TableCommit:
             chosen = list(base)
         return [ManifestEntry(kind=FileKind.DELETE, partition=e.partition, bucket=e.bucket,
                               total_buckets=e.total_buckets, file=e.file) for e in chosen]
+
+    def _partitions_where(self, predicate: Predicate, partitions: set[bytes]) -> set[bytes]:
+        """The serialized partitions whose values satisfy ``predicate``: each distinct partition
+        decoded once, the predicate evaluated on them as one Arrow table."""
+        ordered = list(partitions)
+        if not ordered:
+            return set()
+        keys = list(self._schema.partition_keys)
+        rows = [deserialize_row(p, self._partition_types) for p in ordered]
+        values = pa.table({k: pa.array([r[i] for r in rows], t)
+                           for i, (k, t) in enumerate(zip(keys, self._partition_types, strict=True))})
+        kept = values.append_column("__index", pa.array(range(len(ordered)), pa.int64())).filter(predicate.to_arrow())
+        return {ordered[i] for i in kept.column("__index").to_pylist()}
 
     def _partition_matcher(self, specs: Sequence[Mapping[str, object]]) -> Callable[[bytes], bool]:
         """``serialized partition -> bool``: whether it matches any of ``specs`` (each naming some

@@ -27,12 +27,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import jinja2
-from airflow.sdk import Asset, BaseOperator, BaseOperatorLink
+from airflow.sdk import Asset, BaseOperator
 
 from paimonflow.core.errors import InvalidArgumentError
 from paimonflow.core.options.parse import parse_duration_millis
 
 from .hook import ENGINES, PaimonHook
+from .links import TableHealthLink
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -41,6 +42,11 @@ if TYPE_CHECKING:
 RUN_IDENTIFIER = 1  # one commit per task run: the run is in the commit user
 _INTEGER = re.compile(r"\s*[-+]?[0-9]+\s*")
 _ABSENT = ("", "None")  # what a template that rendered nothing (or None) leaves in a field
+
+
+def _absent(value: object) -> bool:
+    """A templated field that was not given: ``None``, or what a template rendering nothing left."""
+    return value is None or (isinstance(value, str) and value.strip() in _ABSENT)
 
 
 def table_asset(warehouse: str, identifier: str) -> Asset:
@@ -75,29 +81,6 @@ def commit_user_for(context: Mapping[str, Any]) -> str:
     logical = context.get("logical_date")
     parts.append(logical.strftime("%Y%m%dT%H%M%S") if logical is not None else str(context.get("run_id")))
     return re.sub(r"[^\w\-.@+~]", "_", ".".join(parts))[:200]
-
-
-def health_path(conn_id: str, table: str) -> str:
-    """The plugin's table-health page of a table known by its connection (plugins/airflow/web.py)."""
-    from urllib.parse import quote
-
-    return f"/paimonflow/connections/{quote(conn_id, safe='')}/health/{quote(table, safe='')}"
-
-
-class TableHealthLink(BaseOperatorLink):
-    """The task's table on the plugin's table-health page (behind Airflow's login, like the page).
-    Airflow 3 evaluates the link on the worker when the task ends, with the rendered operator, and
-    keeps it in XCom; a table given by ``warehouse=`` (no connection) has no page, so no link."""
-
-    name = "Paimon table health"
-
-    def get_link(self, operator, *, ti_key) -> str:
-        from airflow.configuration import conf
-
-        if getattr(operator, "warehouse", None) or not getattr(operator, "paimon_conn_id", None):
-            return ""
-        return conf.get("api", "base_url", fallback="").rstrip("/") + health_path(operator.paimon_conn_id,
-                                                                                  operator.table)
 
 
 class PaimonJobOperator(BaseOperator):
@@ -157,7 +140,7 @@ class PaimonJobOperator(BaseOperator):
         if engine not in ENGINES:
             raise InvalidArgumentError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         arguments = self.arguments(context)
-        given_user = None if self.commit_user in (None, *_ABSENT) else str(self.commit_user).strip()
+        given_user = None if _absent(self.commit_user) else str(self.commit_user).strip()
         if given_user and not self.commits:
             raise InvalidArgumentError(f"{self.job} commits nothing: commit_user does not apply")
         if self.commits:
@@ -238,21 +221,16 @@ class PaimonJobOperator(BaseOperator):
                                env_vars=dict(command.env) or None)
 
     def _run_submitted(self, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
-        from paimonflow.jobs.results import discard_result, result_uri, take_result
+        from paimonflow.jobs.results import ResultFile
         from paimonflow.jobs.submit import APPLICATION
 
         # the driver writes its result to the warehouse's storage: reachable from the driver in client
         # and in cluster deploy mode alike (jobs/results.py)
         location = hook.location(self.table)
-        uri = result_uri(location.warehouse)
-        self._submit_hook = submit_hook = self.submit_hook(hook, arguments, uri)
-        try:
+        with ResultFile(location.warehouse, location.storage_options) as result:
+            self._submit_hook = submit_hook = self.submit_hook(hook, arguments, result.uri)
             submit_hook.submit(application=APPLICATION)
-        except BaseException:
-            discard_result(uri, location.storage_options)  # quietly: the submission's error is the one to see
-            raise
-        result = take_result(uri, location.storage_options)
-        return result or {"job": self.job, "table": self.table, "submitted": True}
+            return result.take() or {"job": self.job, "table": self.table, "submitted": True}
 
     def _emit_asset_events(self, context, result: Mapping[str, Any]) -> None:
         events = context.get("outlet_events")
@@ -277,7 +255,7 @@ def _integer(field: str, value: object) -> int | None:
     """A templated integer field: an int, or the text a template rendered (``"42"``). None, ``""``
     and ``"None"`` (a template that rendered nothing) mean not given; anything else raises
     :class:`InvalidArgumentError` naming the field."""
-    if value is None or (isinstance(value, str) and value.strip() in _ABSENT):
+    if _absent(value):
         return None
     if isinstance(value, int) and not isinstance(value, bool):
         return value
@@ -290,7 +268,7 @@ def _millis(field: str, value: object) -> int | None:
     """A templated duration field in milliseconds: an int, or text such as ``"7 d"``, ``"1 h"``,
     ``"30 min"`` (a bare number is milliseconds, as in Paimon). Not given as in :func:`_integer`;
     anything else raises :class:`InvalidArgumentError` naming the field."""
-    if value is None or (isinstance(value, str) and value.strip() in _ABSENT):
+    if _absent(value):
         return None
     if isinstance(value, int) and not isinstance(value, bool):
         return value

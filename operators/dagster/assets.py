@@ -22,8 +22,10 @@ from typing import Any
 
 import dagster as dg
 
+from paimonflow.core.errors import TableNotFoundError
 from paimonflow.jobs.registry import JOBS
 
+from .metadata import table_metadata
 from .resources import PaimonResource, SparkResource
 
 COMMITTING = {"write", "compact", "expire-partitions"}
@@ -54,6 +56,20 @@ def result_metadata(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def job_table_metadata(paimon: PaimonResource, table: str, job: str, result: dict[str, Any], *,
+                       partition_rows: int | None = None) -> dict[str, Any]:
+    """Dagster's standard table metadata after ``job`` ran: the snapshot it made and the rows the
+    table then holds, if it committed; else the latest snapshot, schema and location (a
+    maintenance job changes no rows, so none are counted)."""
+    try:
+        opened = paimon.table(table)
+    except TableNotFoundError:
+        return {}
+    committed = job in COMMITTING and not result.get("already_committed") and bool(result.get("snapshot_id"))
+    return table_metadata(opened, snapshot_id=result.get("snapshot_id") if committed else None, committed=committed,
+                          partition_rows=partition_rows, row_count=committed)
+
+
 def paimon_job_op(job: str, table: str, *, name: str | None = None, **arguments: Any) -> dg.OpDefinition:
     """An op running ``job`` on ``table`` with fixed ``arguments``; ``read-changes`` also takes
     ``start_snapshot``/``end_snapshot`` from the op config (what the snapshot sensor requests)."""
@@ -70,8 +86,8 @@ def paimon_job_op(job: str, table: str, *, name: str | None = None, **arguments:
             args["commit_user"], args["commit_identifier"] = commit_identity(context, op_name)
             if job == "expire-partitions":
                 args.pop("commit_identifier")
-        result = spark.run(job, paimon, table, args)
-        context.add_output_metadata(result_metadata(result))
+        result = spark.run(job, paimon, table, args, context=context)
+        context.add_output_metadata({**result_metadata(result), **job_table_metadata(paimon, table, job, result)})
         return result
 
     return _op
@@ -98,20 +114,28 @@ class TableSpec:
     min_snapshots: int = 1
     tag_days: int = 0  # tags expected for the last N days (0: not checked)
     deps: list = field(default_factory=list)
+    #: how the asset is kept up to date declaratively (e.g. ``dg.AutomationCondition.on_cron(...)``)
+    automation_condition: dg.AutomationCondition | None = None
+    #: the newest commit (made anywhere) at most this old: a Dagster freshness policy on the asset
+    #: and a ``fresh`` health check on the table's latest snapshot
+    freshness: timedelta | None = None
 
 
-def _asset_key(table: str) -> dg.AssetKey:
+def table_asset_key(table: str) -> dg.AssetKey:
+    """The asset key of a table's asset made by :func:`paimon_table`: ``paimon/<database>/<table>``."""
     database, name = table.split("$", 1)[0].split(".")
     return dg.AssetKey(["paimon", database, name])
 
 
 def paimon_table(spec: TableSpec) -> dict[str, list]:
     """Assets, asset checks, jobs and schedules for one table (merge into ``dg.Definitions``)."""
-    key = _asset_key(spec.table)
+    key = table_asset_key(spec.table)
     step = "write_" + _safe(spec.table)
 
     @dg.asset(key=key, partitions_def=spec.partitions_def, group_name="paimon", kinds={"paimon"},
-              deps=spec.deps, description=f"Paimon table {spec.table}")
+              deps=spec.deps, description=f"Paimon table {spec.table}",
+              automation_condition=spec.automation_condition,
+              freshness_policy=dg.FreshnessPolicy.time_window(fail_window=spec.freshness) if spec.freshness else None)
     def table_asset(context: dg.AssetExecutionContext, paimon: PaimonResource,
                     spark: SparkResource) -> dg.MaterializeResult:
         if spec.source is None:
@@ -123,8 +147,10 @@ def paimon_table(spec: TableSpec) -> dict[str, list]:
         if partition is not None and spec.partition_column:
             args.update(mode="overwrite", overwrite_partition=f"{spec.partition_column}={partition}")
         args["commit_user"], args["commit_identifier"] = commit_identity(context, step)
-        result = spark.run("write", paimon, spec.table, args)
-        return dg.MaterializeResult(metadata=result_metadata(result))
+        result = spark.run("write", paimon, spec.table, args, context=context)
+        standard = job_table_metadata(paimon, spec.table, "write", result,
+                                      partition_rows=result.get("rows_written", 0) if partition is not None else None)
+        return dg.MaterializeResult(metadata={**result_metadata(result), **standard})
 
     checks = _health_checks(spec, key)
     ops = [paimon_job_op("compact", spec.table, name=f"compact_{_safe(spec.table)}", full=True),
@@ -175,11 +201,12 @@ def _daily_tag_op(spec: TableSpec) -> dg.OpDefinition:
 def _health_checks(spec: TableSpec, key: dg.AssetKey) -> list:
     from paimonflow.plugins.health import table_health
 
-    @dg.multi_asset_check(specs=[dg.AssetCheckSpec("small_files", asset=key),
-                                 dg.AssetCheckSpec("level0_runs", asset=key),
-                                 dg.AssetCheckSpec("snapshots_retained", asset=key),
-                                 dg.AssetCheckSpec("recent_tags", asset=key)],
-                          name=f"health_{_safe(spec.table)}")
+    specs = [dg.AssetCheckSpec(name, asset=key)
+             for name in ("small_files", "level0_runs", "snapshots_retained", "recent_tags")]
+    if spec.freshness is not None:
+        specs.append(dg.AssetCheckSpec("fresh", asset=key, description=f"newest commit at most {spec.freshness} old"))
+
+    @dg.multi_asset_check(specs=specs, name=f"health_{_safe(spec.table)}")
     def health(context: dg.AssetCheckExecutionContext, paimon: PaimonResource):
         table = paimon.table(spec.table)
         report = table_health(table)
@@ -207,8 +234,17 @@ def _health_checks(spec: TableSpec, key: dg.AssetKey) -> list:
         yield dg.AssetCheckResult(check_name="recent_tags", asset_key=key, passed=not missing,
                                   severity=dg.AssetCheckSeverity.WARN,
                                   metadata={"missing": dg.MetadataValue.json(missing), "tags": len(report.tags)})
+        if spec.freshness is not None:
+            latest = table.latest_snapshot()  # commits made anywhere count, not only Dagster's
+            age = datetime.now(UTC) - datetime.fromtimestamp(latest.time_millis / 1000, UTC) if latest else None
+            yield dg.AssetCheckResult(check_name="fresh", asset_key=key,
+                                      passed=age is not None and age <= spec.freshness,
+                                      metadata={"latest_snapshot": latest.id if latest else 0,
+                                                "age_seconds": round(age.total_seconds(), 1) if age else -1.0,
+                                                "allowed_seconds": spec.freshness.total_seconds()})
 
     return [health]
 
 
-__all__ = ["TableSpec", "commit_identity", "paimon_job_op", "paimon_table", "result_metadata"]
+__all__ = ["TableSpec", "commit_identity", "job_table_metadata", "paimon_job_op", "paimon_table", "result_metadata",
+           "table_asset_key"]

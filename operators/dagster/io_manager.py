@@ -1,89 +1,188 @@
-"""A Dagster IO manager storing asset outputs in Paimon tables and loading them back.
+"""A Dagster IO manager storing asset outputs in Paimon tables and loading them back, with the
+conventions of Dagster's database IO managers (see :mod:`.table_slice` for the naming and
+partition rules, :mod:`.type_handlers` for the frame types).
 
-Outputs may be pyarrow Tables or pandas DataFrames. The table is ``<database>.<last key part>``;
-it is created on first write from the output's schema, with ``primary_keys``, ``partition_keys``
-and ``options`` taken from the asset's definition metadata (``paimon/primary_keys`` ...). A
-partitioned asset maps its partition key to the table partition ``<partition column>=<key>`` and
-each materialization overwrites exactly that partition (idempotent); an unpartitioned asset
-overwrites the whole table. Commits carry a commit identity from the run and partition, so
-re-executing a run commits nothing new.
+Writing an output:
+
+1. The table is created on first write from the output's schema, with ``paimon/primary_keys``,
+   ``paimon/partition_keys`` (default: the ``partition_expr`` columns) and ``paimon/options`` from
+   the asset's definition metadata; its comment records the asset that owns it, and another asset
+   mapped to the same table is refused (nothing written).
+2. The schema evolves with the asset: new columns are added (older rows read them as null), a
+   column may widen safely (INT -> BIGINT...), a nullable column the output no longer has is
+   written as null. Anything else (a narrowed or changed type, a NOT NULL column missing, a new
+   key column) fails with one line naming each column, before anything is written.
+3. One commit replaces exactly the slice: the partitions the asset partition(s) select, or the
+   whole table for an unpartitioned asset. The commit identity comes from the root run and the
+   slice, so a re-executed run commits nothing new.
+4. The materialization carries Dagster's standard table metadata (:mod:`.metadata`).
+
+Loading an input reads only the upstream partitions the input maps to (partition pruning) and
+only the ``columns`` of the input's metadata.
 """
 
 # No ``from __future__ import annotations``: Dagster reads these annotations at runtime.
 
+import hashlib
 import re
+from typing import Any
 
 import dagster as dg
 import pyarrow as pa
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
-from paimonflow.core.errors import TableNotFoundError
-from paimonflow.core.predicate import col
+from paimonflow.core.data.types import equals_ignoring_ids, from_arrow, is_safe_widening
+from paimonflow.core.errors import PaimonflowError, TableNotFoundError
+from paimonflow.core.meta.schema_changes import AddColumn, UpdateColumnType
 
+from .metadata import table_metadata
 from .resources import PaimonResource
+from .table_slice import TableSlice, table_slice
+from .type_handlers import TypeHandler, default_handlers, handler_for
+
+OWNER = "Dagster asset "
+
+
+def _fail(message: str) -> dg.Failure:
+    return dg.Failure(description=message, allow_retries=False)
 
 
 class PaimonIOManager(dg.ConfigurableIOManager):
+    """Asset outputs in Paimon tables: ``<database>.<last key part>`` (see the module docstring)."""
+
     paimon: dg.ResourceDependency[PaimonResource]
-    database: str = "dagster"
-    partition_column: str = Field(default="partition", description="Column holding the asset partition key")
+    database: str | None = Field(
+        default=None, description="Database for every asset (default: the asset key's prefix, else 'default')")
+    _handlers: list[TypeHandler] = PrivateAttr(default_factory=default_handlers)
 
-    def _identifier(self, key: dg.AssetKey) -> str:
-        name = re.sub(r"[^\w\-]", "_", key.path[-1])
-        return f"{self.database}.{name}"
-
-    def _metadata(self, context) -> dict:
-        definition = getattr(context, "definition_metadata", None) or {}
-        return {k: (v.value if hasattr(v, "value") else v) for k, v in definition.items()}
-
-    def handle_output(self, context: dg.OutputContext, obj) -> None:
+    # -- writing ------------------------------------------------------------------------------
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if obj is None:
             return
-        table_data = obj if isinstance(obj, pa.Table) else pa.Table.from_pandas(obj, preserve_index=False)
-        identifier = self._identifier(context.asset_key)
-        catalog = self.paimon.catalog()
-        meta = self._metadata(context)
-        partition = context.partition_key if context.has_asset_partitions else None
-        if partition is not None:
-            table_data = table_data.append_column(self.partition_column,
-                                                  pa.array([partition] * table_data.num_rows, pa.string()))
-        catalog.create_database(self.database, ignore_if_exists=True)
-        partition_keys = [self.partition_column] if partition is not None else list(meta.get("paimon/partition_keys", []))
-        primary_keys = list(meta.get("paimon/primary_keys", []))
-        if primary_keys and partition is not None and self.partition_column not in primary_keys:
-            primary_keys.append(self.partition_column)
-        schema = table_data.schema
-        if primary_keys or partition_keys:
-            schema = pa.schema([f.with_nullable(False) if f.name in {*primary_keys, *partition_keys} else f
-                                for f in schema])
-        table = catalog.create_table(identifier, schema, primary_keys=primary_keys, partition_keys=partition_keys,
-                                     options=dict(meta.get("paimon/options", {"bucket": "1"} if primary_keys else {})),
-                                     ignore_if_exists=True)
-        run = getattr(getattr(context, "step_context", None), "dagster_run", None)
-        root = (run.root_run_id or run.run_id) if run is not None else context.run_id
-        user = re.sub(r"[^\w\-.@+~]", "_", f"dagster.io.{identifier}.{partition or 'all'}.{root}")[:200]
-        overwrite = {self.partition_column: partition} if partition is not None else True
-        result = table.write(table_data.cast(table.arrow_schema), overwrite=overwrite, commit_user=user,
-                             commit_identifier=1)
-        context.add_output_metadata({"paimon/table": identifier, "paimon/snapshot_id": result.snapshot_id or 0,
-                                     "rows": table_data.num_rows})
-
-    def load_input(self, context: dg.InputContext):
-        key = context.upstream_output.asset_key if context.upstream_output is not None else context.asset_key
-        identifier = self._identifier(key)
+        handler = handler_for(self._handlers, type(obj))
+        if handler is None:
+            raise _fail(f"PaimonIOManager cannot store a {type(obj).__name__}; it stores "
+                        f"{', '.join(h.name for h in self._handlers)} frames")
         try:
-            table = self.paimon.table(identifier)
+            slice_ = table_slice(context, context, database=self.database)
+            data = handler.to_arrow(obj)
+            table = self._table_for_output(context, slice_, data)
+            _check_partitioned_by(table, slice_)
+            where = slice_.predicate(table.arrow_schema)
+            table = _evolve(table, data)  # nothing changed or written if the output does not fit
+            data = _conform(table, data)
+            result = table.write(data, overwrite=where if where is not None else {},
+                                 commit_user=_commit_user(context, slice_), commit_identifier=1)
+        except PaimonflowError as err:
+            raise _fail(f"{context.asset_key.to_user_string() if context.has_asset_key else context.name}: {err}") \
+                from None
+        context.add_output_metadata(table_metadata(
+            table, snapshot_id=result.snapshot_id, committed=not result.already_committed,
+            partition_rows=data.num_rows if slice_.partitioned else None))
+
+    def _table_for_output(self, context: dg.OutputContext, slice_: TableSlice, data: pa.Table):
+        catalog = self.paimon.catalog()
+        owner = OWNER + (context.asset_key.to_user_string() if context.has_asset_key else f"op output {slice_.table}")
+        try:
+            table = catalog.get_table(slice_.identifier)
         except TableNotFoundError:
-            raise dg.Failure(f"{identifier} has not been materialized yet") from None
-        if context.has_asset_partitions:
-            keys = context.asset_partition_keys
-            rows = table.read(filter=col(self.partition_column).isin(list(keys)))
+            meta = _plain(context.definition_metadata)
+            partition_keys = list(meta.get("paimon/partition_keys") or [d.column for d in slice_.dimensions])
+            primary_keys = list(meta.get("paimon/primary_keys") or [])
+            if primary_keys:
+                primary_keys += [k for k in partition_keys if k not in primary_keys]
+            keys = {*primary_keys, *partition_keys}
+            schema = pa.schema([f.with_nullable(False) if f.name in keys else f for f in data.schema])
+            options = dict(meta.get("paimon/options") or ({"bucket": "1"} if primary_keys else {}))
+            catalog.create_database(slice_.database, ignore_if_exists=True)
+            table = catalog.create_table(slice_.identifier, schema, primary_keys=primary_keys,
+                                         partition_keys=partition_keys, options=options, comment=owner,
+                                         ignore_if_exists=True)
+        comment = table.schema.comment or ""
+        if comment.startswith(OWNER) and comment != owner:
+            raise _fail(f"{slice_.identifier} holds {comment[len(OWNER):]!r}; {owner[len(OWNER):]!r} maps to the same "
+                        f"table: give one of them a 'schema' metadata value or another key (nothing written)")
+        return table
+
+    # -- loading ------------------------------------------------------------------------------
+    def load_input(self, context: dg.InputContext) -> Any:
+        wanted = context.dagster_type.typing_type if context.dagster_type is not None else Any
+        handler = handler_for(self._handlers, wanted) or (self._handlers[0] if wanted in (Any, object) else None)
+        if handler is None:
+            raise _fail(f"PaimonIOManager cannot load a {getattr(wanted, '__name__', wanted)}; it loads "
+                        f"{', '.join(h.name for h in self._handlers)} frames")
+        try:
+            slice_ = table_slice(context, context.upstream_output, database=self.database)
+            try:
+                table = self.paimon.table(slice_.identifier)
+            except TableNotFoundError:
+                raise _fail(f"{slice_.identifier} has not been materialized yet") from None
+            rows = table.read(columns=list(slice_.columns) if slice_.columns else None,
+                              filter=slice_.predicate(table.arrow_schema))
+        except PaimonflowError as err:
+            raise _fail(f"loading {context.asset_key.to_user_string() if context.has_asset_key else context.name}: "
+                        f"{err}") from None
+        return handler.from_arrow(rows, wanted)
+
+
+def _plain(metadata: Any) -> dict:
+    return {k: (v.value if isinstance(v, dg.MetadataValue) else v) for k, v in dict(metadata or {}).items()}
+
+
+def _commit_user(context: dg.OutputContext, slice_: TableSlice) -> str:
+    """``dagster.io.<table>.<slice>.<digest>.<root run id>``: a re-executed run (same root run)
+    finds its landed commit; the digest keeps slices apart that read the same once sanitized."""
+    run = context.step_context.dagster_run
+    root = run.root_run_id or run.run_id
+    described = slice_.describe()
+    digest = hashlib.sha1(described.encode()).hexdigest()[:8]
+    readable = re.sub(r"[^\w\-.@+~]", "_", described)[:80]
+    return f"dagster.io.{slice_.identifier}.{readable}.{digest}.{root}"
+
+
+def _check_partitioned_by(table, slice_: TableSlice) -> None:
+    not_keys = [d.column for d in slice_.dimensions if d.column not in table.partition_keys]
+    if not_keys:
+        raise _fail(f"{table.identifier} is not partitioned by {not_keys} (its partition keys are "
+                    f"{list(table.partition_keys)}): a partition of the asset must be a partition of the table")
+
+
+def _evolve(table, data: pa.Table):
+    """The table, altered for the output's new or wider columns. Raises a failure listing every
+    incompatible column, before any change."""
+    fields = {f.name: f for f in table.schema.fields}
+    keys = {*table.primary_keys, *table.partition_keys}
+    changes: list = []
+    problems: list[str] = []
+    for f in data.schema:
+        current = fields.get(f.name)
+        if current is None:
+            if f.name in keys:
+                problems.append(f"new column {f.name!r} cannot be a key column")
+            else:
+                changes.append(AddColumn(f.name, f.type))
+            continue
+        incoming = from_arrow(f.type, nullable=current.type.nullable)
+        if equals_ignoring_ids(incoming, current.type) or is_safe_widening(incoming, current.type):
+            continue  # stored as the table's type
+        if f.name not in keys and is_safe_widening(current.type, incoming):
+            changes.append(UpdateColumnType(f.name, f.type))
         else:
-            rows = table.read()
-        wanted = context.dagster_type.typing_type if context.dagster_type is not None else None
-        if getattr(wanted, "__name__", "") == "DataFrame":
-            return rows.to_pandas()
-        return rows
+            problems.append(f"column {f.name!r} is {current.type} in the table, {incoming} in the output")
+    for name, f in fields.items():
+        if name not in data.schema.names and not f.type.nullable:
+            problems.append(f"NOT NULL column {name!r} is missing from the output")
+    if problems:
+        raise _fail(f"{table.identifier}: the output does not fit the table: {'; '.join(problems)} (nothing written)")
+    return table.alter(changes) if changes else table
+
+
+def _conform(table, data: pa.Table) -> pa.Table:
+    """``data`` as the table's rows: its columns in order and types, missing (nullable) ones null."""
+    target = table.arrow_schema
+    columns = [data.column(f.name) if f.name in data.schema.names else pa.nulls(data.num_rows, f.type)
+               for f in target]
+    return pa.Table.from_arrays(columns, names=target.names).cast(target)
 
 
 __all__ = ["PaimonIOManager"]

@@ -4,7 +4,10 @@
 discriminated union (``LocalStorage`` or ``S3Storage``), and secrets come from the environment
 with ``dg.EnvVar("...")`` (never from code or table options). ``SparkResource`` runs the
 paimonflow Spark jobs: in-process on a local session by default, or through ``spark-submit`` when
-``submit=True`` (the master then comes from ``master``, e.g. ``yarn`` or ``k8s://...``).
+``submit=True`` (the master then comes from ``master``, e.g. ``yarn`` or ``k8s://...``). Given the
+op's or asset's ``context``, a submission runs through Dagster Pipes (:mod:`.pipes`): the driver's
+log lines and result come back as Pipes messages, spark-submit's output streams into the step's
+logs, and terminating the run stops the submission.
 """
 
 # No ``from __future__ import annotations`` here: Dagster reads these annotations at runtime.
@@ -74,8 +77,12 @@ class SparkResource(dg.ConfigurableResource):
             self._session = spark_session(master=self.master, conf=self.conf)
         return self._session
 
-    def run(self, job: str, paimon: PaimonResource, table: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Run a paimonflow job (``write``, ``compact``, ``expire-snapshots``...) and return its result."""
+    def run(self, job: str, paimon: PaimonResource, table: str, arguments: dict[str, Any], *,
+            context: Any = None) -> dict[str, Any]:
+        """Run a paimonflow job (``write``, ``compact``, ``expire-snapshots``...) and return its result;
+        with ``context`` (an op or asset execution context) a submission goes through Dagster Pipes."""
+        if self.submit and context is not None:
+            return self._piped(context, job, paimon, table, arguments)
         if self.submit:
             return self._submitted(job, paimon, table, arguments)
         from paimonflow.jobs.registry import run_job
@@ -83,25 +90,46 @@ class SparkResource(dg.ConfigurableResource):
         return run_job(job, self.session(), paimon.location(table), arguments)
 
     def _submitted(self, job, paimon, table, arguments) -> dict[str, Any]:
-        from paimonflow.jobs.results import result_uri, take_result
+        from paimonflow.jobs.results import ResultFile
         from paimonflow.jobs.submit import submit_command
 
         location = paimon.location(table)
-        uri = result_uri(location.warehouse)  # the driver's result, through the warehouse (jobs/results.py)
-        command = submit_command(job, location, arguments, result_file=uri)
-        argv = command.argv(spark_submit=self.spark_submit, master=self.master, conf=self.conf,
-                            name=f"paimonflow-{job}")
-        try:
+        # the driver's result comes back through the warehouse (jobs/results.py)
+        with ResultFile(location.warehouse, location.storage_options) as result_file:
+            command = submit_command(job, location, arguments, result_file=result_file.uri)
+            argv = command.argv(spark_submit=self.spark_submit, master=self.master, conf=self.conf,
+                                name=f"paimonflow-{job}")
             # credentials travel in the environment (command.env), never on argv (S9)
             proc = subprocess.run(argv, capture_output=True, text=True, env={**_submit_env(), **command.env})
-        finally:
-            result = take_result(uri, location.storage_options)
-        if proc.returncode != 0:
-            raise dg.Failure(description=f"spark-submit {job} failed (exit {proc.returncode})",
-                             metadata={"stderr": dg.MetadataValue.text(proc.stderr[-4000:])})
+            if proc.returncode != 0:
+                raise dg.Failure(description=f"spark-submit {job} failed (exit {proc.returncode})",
+                                 metadata={"stderr": dg.MetadataValue.text(proc.stderr[-4000:])})
+            result = result_file.take()
         if result is None:
             raise dg.Failure(description=f"spark-submit {job} succeeded but its driver wrote no result")
         return result
+
+
+    def _piped(self, context, job, paimon, table, arguments) -> dict[str, Any]:
+        from paimonflow.jobs.submit import submit_command
+
+        from .pipes import WarehouseContextInjector, WarehouseMessageReader
+
+        location = paimon.location(table)
+        command = submit_command(job, location, arguments, result_file=None)
+        argv = command.argv(spark_submit=self.spark_submit, master=self.master, conf=self.conf,
+                            name=f"paimonflow-{job}")
+        client = dg.PipesSubprocessClient(
+            context_injector=WarehouseContextInjector(location.warehouse, location.storage_options),
+            message_reader=WarehouseMessageReader(location.warehouse, location.storage_options),
+            forward_termination=True)
+        # credentials travel in the environment (command.env), never on argv (S9)
+        invocation = client.run(context=context, command=argv, env={**_submit_env(), **command.env})
+        results = [m for m in invocation.get_custom_messages() if isinstance(m, dict) and m.get("job") == job]
+        if not results:
+            raise dg.Failure(description=f"spark-submit {job} succeeded but its driver reported no result through "
+                                         f"Dagster Pipes")
+        return results[-1]
 
 
 def _submit_env() -> dict[str, str]:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from airflow.plugins_manager import AirflowPlugin
 
+from .provider_info import PAGES_PREFIX
+
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -62,8 +64,8 @@ class PaimonflowPlugin(AirflowPlugin):
     macros = [latest_snapshot_id, tag_snapshot_id, table_options]  # noqa: RUF012
 
     fastapi_apps = [  # noqa: RUF012
-        {"app": _PagesApp(), "url_prefix": "/paimonflow", "name": "paimonflow table health"}]
+        {"app": _PagesApp(), "url_prefix": PAGES_PREFIX, "name": "paimonflow table health"}]
 
     external_views = [  # noqa: RUF012
-        {"name": "Paimon tables", "href": "/paimonflow/tables", "destination": "nav", "category": "browse",
+        {"name": "Paimon tables", "href": f"{PAGES_PREFIX}/tables", "destination": "nav", "category": "browse",
          "url_route": "paimonflow"}]

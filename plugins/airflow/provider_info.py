@@ -101,7 +101,11 @@ def _version() -> str:
         return "0.0.0"
 
 
-EXTRA_LINK = "paimonflow.operators.airflow.operators.TableHealthLink"  # every operator's link to its table's page
+EXTRA_LINK = "paimonflow.operators.airflow.links.TableHealthLink"  # every operator's link to its table's page
+# where Airflow's API server mounts the plugin's pages, and a table's health within them: the plugin
+# serves it (plugin.py, web.py) and the operators' link points at it (operators/airflow/links.py)
+PAGES_PREFIX = "/paimonflow"
+HEALTH_ROUTE = "/connections/{connection_id}/health/{identifier}"
 
 
 def _modules(modules: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -135,4 +139,4 @@ def get_provider_info() -> dict[str, Any]:
     }
 
 
-__all__ = ["CONNECTION_TYPE", "CONN_FIELDS", "ENGINES", "HOOK_NAME", "get_provider_info", "ui_field_behaviour"]
+__all__ = ["CONNECTION_TYPE", "CONN_FIELDS", "ENGINES", "HEALTH_ROUTE", "HOOK_NAME", "PAGES_PREFIX", "get_provider_info", "ui_field_behaviour"]

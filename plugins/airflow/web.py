@@ -45,6 +45,7 @@ from paimonflow.operators.airflow.hook import PaimonHook
 
 from ..health import render_html, table_health
 from ..templating import render_template
+from .provider_info import HEALTH_ROUTE
 
 if TYPE_CHECKING:
     from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
@@ -129,7 +130,7 @@ def create_app() -> FastAPI:
             raise _unreadable(f"the warehouse of connection {connection_id!r}", exc) from None
         return render_template("tables.html", conn_id=connection_id, tables=names)
 
-    @app.get("/connections/{connection_id}/health/{identifier}", response_class=HTMLResponse,
+    @app.get(HEALTH_ROUTE, response_class=HTMLResponse,
              dependencies=MAY_READ_CONNECTION)
     def health(connection_id: str, identifier: str) -> str:
         try:

@@ -1,7 +1,13 @@
-"""paimonflow.sensors.dagster: the Dagster sensor on a table's snapshots (Dagster code only, never
-Airflow): :func:`paimon_snapshot_sensor` requests one run per new snapshot range, deciding with
-:func:`paimonflow.sensors.rule.decide`."""
+"""paimonflow.sensors.dagster: Dagster sensors on a table's snapshots (Dagster code only, never
+Airflow), deciding with :func:`paimonflow.sensors.rule.decide`:
 
+* :func:`paimon_snapshot_sensor` requests one run per new snapshot range (the downstream
+  incremental read);
+* :func:`paimon_commit_observer` records commits made anywhere as asset materializations, so
+  declarative automation and freshness see them.
+"""
+
+from .observer import paimon_commit_observer
 from .sensor import paimon_snapshot_sensor
 
-__all__ = ["paimon_snapshot_sensor"]
+__all__ = ["paimon_commit_observer", "paimon_snapshot_sensor"]

@@ -15,55 +15,22 @@ import pwd
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from tests.processes import free_port, stop_process, wait_for
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 USERS = {"admin": "admin", "operator": "op", "analyst": "viewer"}  # user -> simple auth manager role
 SERVICES = ("scheduler", "dag-processor", "triggerer")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for(what: str, probe: Callable[[], Any], *, timeout: float, every: float = 1.0,
-              log: Callable[[], str] | None = None) -> Any:
-    """``probe()`` until it returns something truthy; a bounded wait that names what it waited for."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}" +
-                                 (f"\n{log()}" if log is not None else ""))
-        time.sleep(every)
-
-
-def _stop(process: subprocess.Popen, *, grace: float = 30.0, sig: int = signal.SIGTERM) -> None:
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, sig)
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-    except ProcessLookupError:
-        pass
 
 
 class Postgres:
@@ -125,7 +92,7 @@ class Postgres:
 
     def stop(self) -> None:
         if self.process is not None:
-            _stop(self.process, sig=signal.SIGINT)  # PostgreSQL's fast shutdown
+            stop_process(self.process, sig=signal.SIGINT)  # PostgreSQL's fast shutdown
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -234,12 +201,12 @@ class Deployment:
 
     def restart(self, name: str) -> None:
         """Stop one process (SIGTERM, as a deployment tool does) and start it again."""
-        _stop(self.processes[name])
+        stop_process(self.processes[name])
         self._spawn(name, [name])
 
     def stop(self) -> None:
         for process in self.processes.values():
-            _stop(process)
+            stop_process(process)
         self.postgres.stop()
 
     def log_tail(self, name: str, chars: int = 4000) -> str:

@@ -255,6 +255,8 @@ def _completed(deployment: Deployment, job: str) -> list[dict[str, Any]]:
 
 def test_each_operator_reported_its_lineage_through_the_openlineage_provider(deployment):
     """The events the OpenLineage provider emitted for the tasks above (file transport)."""
+    from paimonflow.core.meta.manifest import FileKind
+
     namespace = "file://" + str(deployment.warehouse)
     table = orders(deployment)
     [load] = wait_for("the load task's COMPLETE event", lambda: _completed(deployment, f"{HOURLY}.load")[:1],
@@ -278,9 +280,16 @@ def test_each_operator_reported_its_lineage_through_the_openlineage_provider(dep
     [compact] = _completed(deployment, f"{NIGHTLY}.compact")
     compacted = [s.id for s in table.snapshot_manager.snapshots() if s.commit_kind == "COMPACT"][-1]
     assert compact["outputs"][0]["facets"]["version"]["datasetVersion"] == str(compacted)
+    written = [e.file for e in table.manifest_io.delta_entries(table.snapshot_manager.snapshot(compacted))
+               if e.kind is FileKind.ADD]
+    assert {k: v for k, v in compact["outputs"][0]["outputFacets"]["outputStatistics"].items()
+            if not k.startswith("_")} == {"rowCount": sum(f.row_count for f in written), "fileCount": len(written),
+                                          "size": sum(f.file_size for f in written)}
     for task in ("tag_the_day", "expire_snapshots", "expire_changelogs", "expire_tags", "remove_orphan_files"):
         [event] = _completed(deployment, f"{NIGHTLY}.{task}")
         assert [(o["namespace"], o["name"]) for o in event["outputs"]] == [(namespace, "shop.orders")], task
+        # the table's version after the compaction (an expiry's own "snapshot_id" is its earliest)
+        assert event["outputs"][0]["facets"]["version"]["datasetVersion"] == str(compacted), task
     # the task's link to its table's page, kept in XCom by the worker when the task ended
     links = deployment.api("GET", f"/dags/{NIGHTLY}/dagRuns/{compact['run']['facets']['airflow']['dagRun']['run_id']}"
                                   "/taskInstances/compact/links")
@@ -328,7 +337,7 @@ def test_a_backfill_loads_each_day_and_its_rerun_commits_nothing(deployment):
 
 
 def test_the_table_health_page_behind_login_rendered_by_chromium(deployment):
-    from .chromium import render
+    from tests.chromium import render
 
     page = "/paimonflow/connections/paimon_default/health/shop.orders"
     assert deployment.request("GET", page, user=None).status_code == 401

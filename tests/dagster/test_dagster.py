@@ -61,6 +61,12 @@ def test_write_asset_materializes_and_a_reexecution_commits_nothing(spark, defs_
             assert first.success
             meta = first.asset_materializations_for_node("paimon__shop__orders")[0].metadata
             assert meta["rows_written"].value == 8 and meta["snapshot_id"].value == 1
+            # Dagster's standard table metadata, as the UI shows it
+            assert meta["dagster/table_name"].value == "shop.orders" and meta["dagster/uri"].value == orders().path
+            assert meta["dagster/row_count"].value == 8 and meta["dagster/partition_row_count"].value == 8
+            assert [c.name for c in meta["dagster/column_schema"].value.columns] == ["id", "dt", "amount"]
+            assert meta["paimon/snapshot_id"].value == 1 and meta["paimon/files_written"].value >= 1
+            assert meta["paimon/bytes_written"].value == orders().delta_stats(1).added_bytes
             run_id = first.run_id
         assert orders().read().num_rows == 8
         # Dagster's re-execution of that run (a new run, same root run, same partition)
@@ -168,7 +174,7 @@ def test_daily_backfill_is_idempotent_and_the_io_manager_round_trips(spark, defs
         "paimon": PaimonResource(warehouse=str(WAREHOUSE)), "spark": SparkResource(),
         "paimon_io_manager": defs_module.defs.resources["paimon_io_manager"]})
     assert result.success
-    stored = Catalog(str(WAREHOUSE)).get_table("dagster.orders_by_day")
+    stored = Catalog(str(WAREHOUSE)).get_table("analytics.orders_by_day")
     assert stored.primary_keys == ("dt",)
     totals = {r["dt"]: r["orders"] for r in stored.read().to_pylist()}
     assert sum(totals.values()) == orders().read().num_rows
@@ -198,36 +204,6 @@ def test_branch_and_changelog_ops_run_in_a_job(defs_module):
     assert result.output_for_node("expire_changelogs_b")["expired_changelogs"] == 0
 
 
-def test_io_manager_maps_asset_partitions_to_table_partitions_and_loads_pandas():
-    import pandas as pd
-
-    from paimonflow.operators.dagster import PaimonIOManager, PaimonResource
-
-    days = dg.StaticPartitionsDefinition(["2026-11-01", "2026-11-02"])
-
-    @dg.asset(partitions_def=days, io_manager_key="paimon_io", metadata={"paimon/primary_keys": ["sku"]})
-    def stock(context: dg.AssetExecutionContext) -> pd.DataFrame:
-        n = 2 if context.partition_key.endswith("01") else 3
-        return pd.DataFrame({"sku": list(range(n)), "qty": [10 * n] * n})
-
-    @dg.asset(partitions_def=days, io_manager_key="paimon_io")
-    def stock_total(stock: pd.DataFrame) -> pa.Table:
-        return pa.table({"total": [int(stock["qty"].sum())]})
-
-    resources = {"paimon_io": PaimonIOManager(paimon=PaimonResource(warehouse=str(WAREHOUSE)), database="io")}
-    for _ in range(2):  # materializing a partition again replaces exactly that partition
-        for day in ("2026-11-01", "2026-11-02"):
-            assert dg.materialize([stock, stock_total], resources=resources, partition_key=day).success
-    table = Catalog(str(WAREHOUSE)).get_table("io.stock")
-    assert table.partition_keys == ("partition",) and set(table.primary_keys) == {"sku", "partition"}
-    rows = sorted((r["partition"], r["sku"], r["qty"]) for r in table.read().to_pylist())
-    assert rows == [("2026-11-01", 0, 20), ("2026-11-01", 1, 20),
-                    ("2026-11-02", 0, 30), ("2026-11-02", 1, 30), ("2026-11-02", 2, 30)]
-    totals = sorted((r["partition"], r["total"]) for r in Catalog(str(WAREHOUSE)).get_table("io.stock_total")
-                    .read().to_pylist())
-    assert totals == [("2026-11-01", 40), ("2026-11-02", 90)]  # each partition loaded only its own rows
-
-
 def test_paimon_resource_takes_s3_secrets_from_the_environment(monkeypatch):
     from paimonflow.operators.dagster import PaimonResource, S3Storage
 
@@ -249,34 +225,43 @@ def test_paimon_resource_takes_s3_secrets_from_the_environment(monkeypatch):
                                                  "s3.secret-key": "env-secret-value"}
 
 
-def test_spark_resource_submits_the_shared_command_with_credentials_in_the_environment(monkeypatch, tmp_path):
+def test_spark_resource_submits_the_shared_command_with_credentials_in_the_environment(
+        monkeypatch, s3_bucket, s3_storage_options):
     """``SparkResource(submit=True)`` runs :func:`paimonflow.jobs.submit.submit_command`'s argv; the
-    S3 secret travels in ``PAIMONFLOW_STORAGE_OPTIONS`` only (reliability S9)."""
-    import paimonflow.jobs.results as results
+    S3 secret travels in ``PAIMONFLOW_STORAGE_OPTIONS`` only (reliability S9); the result comes back
+    through the warehouse on the S3 test server. spark-submit itself is stood in for (argv only; the
+    next test submits for real)."""
     import paimonflow.operators.dagster.resources as resources
+    from paimonflow.jobs.location import storage_options_from_env
+    from paimonflow.jobs.results import RESULTS_DIR, write_result
     from paimonflow.jobs.submit import APPLICATION
     from paimonflow.operators.dagster import PaimonResource, S3Storage, SparkResource
 
-    calls, written = [], {}
+    calls = []
 
-    def fake_run(argv, **kwargs):  # stands in for spark-submit (and its driver writing the result)
+    def fake_run(argv, **kwargs):  # spark-submit's driver: writes its result with the options of its environment
         calls.append((argv, kwargs["env"]))
-        written[argv[argv.index("--result-file") + 1]] = {"job": "compact", "snapshot_id": 7}
+        monkeypatch.setenv("PAIMONFLOW_STORAGE_OPTIONS", kwargs["env"]["PAIMONFLOW_STORAGE_OPTIONS"])
+        write_result(argv[argv.index("--result-file") + 1], '{"job": "compact", "snapshot_id": 7}',
+                     storage_options_from_env())
         return subprocess.CompletedProcess(argv, 0, "", "")
 
     monkeypatch.setattr(resources.subprocess, "run", fake_run)
-    # the result travels through the warehouse's storage (s3://lake here, no server: a dict stands in)
-    monkeypatch.setattr(results, "take_result", lambda uri, options: written.pop(uri))
-    paimon = PaimonResource(warehouse="s3://lake/wh", storage=S3Storage(region="eu-west-1", secret_key="sk-8d1f"))
+    options = s3_storage_options
+    storage = S3Storage(endpoint=options["s3.endpoint"], region=options["s3.region"],
+                        access_key=options["s3.access-key"], secret_key=options["s3.secret-key"])
+    warehouse = f"s3://{s3_bucket}/wh"
+    paimon = PaimonResource(warehouse=warehouse, storage=storage)
     spark = SparkResource(master="yarn", conf={"spark.ui.enabled": "false"}, submit=True, spark_submit="/opt/spark-submit")
     assert spark.run("compact", paimon, "shop.orders", {"full": True}) == {"job": "compact", "snapshot_id": 7}
     [(argv, env)] = calls
     assert argv[:7] == ["/opt/spark-submit", "--master", "yarn", "--name", "paimonflow-compact", "--conf",
                         "spark.ui.enabled=false"]
-    assert argv[7] == APPLICATION and argv[10:] == ["compact", "-w", "s3://lake/wh", "-t", "shop.orders", "--full"]
-    assert argv[8] == "--result-file" and argv[9].startswith("s3://lake/wh/.paimonflow-results/") and not written
-    assert not any("sk-8d1f" in a or "s3." in a for a in argv)
-    assert json.loads(env["PAIMONFLOW_STORAGE_OPTIONS"]) == {"s3.region": "eu-west-1", "s3.secret-key": "sk-8d1f"}
+    assert argv[7] == APPLICATION and argv[10:] == ["compact", "-w", warehouse, "-t", "shop.orders", "--full"]
+    assert argv[8] == "--result-file" and argv[9].startswith(f"{warehouse}/{RESULTS_DIR}/")
+    assert not any(options["s3.secret-key"] in a or "s3." in a for a in argv)
+    assert json.loads(env["PAIMONFLOW_STORAGE_OPTIONS"]) == storage.options()
+    assert not paimon.catalog().file_io.exists(argv[9])  # read back and deleted
 
 
 @pytest.mark.slow
@@ -302,3 +287,74 @@ def test_spark_resource_submits_to_the_standalone_cluster(spark_cluster, tmp_pat
     [app] = [a for a in status["completedapps"] if a["id"] not in before]
     assert app["name"] == "paimonflow-write" and app["state"] == "FINISHED" and spark_cluster.executors_of(app["id"])
     assert catalog.get_table("db.t").read().num_rows == 30
+
+
+def test_the_example_follows_external_commits_to_customers(defs_module):
+    """The example's observer reports a commit made outside Dagster; the eager customer_count is
+    then requested by declarative automation and, materialized, counts the committed rows."""
+    from paimonflow.operators.dagster import PaimonResource
+
+    catalog = Catalog(str(WAREHOUSE))
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("country", pa.string())])
+    customers = catalog.create_table("shop.customers", schema, primary_keys=["id"], options={"bucket": "1"},
+                                     ignore_if_exists=True)
+    resources = {"paimon": PaimonResource(warehouse=str(WAREHOUSE))}
+    defs = dg.Definitions(assets=[defs_module.customers, defs_module.customer_count],
+                          resources=defs_module.defs.resources)
+    with dg.DagsterInstance.ephemeral() as instance:
+        observer = defs_module.customers_observer
+        first = observer.evaluate_tick(dg.build_sensor_context(resources=resources, instance=instance))
+        assert first.asset_events == []
+        before = dg.evaluate_automation_conditions(defs=defs, instance=instance)  # the daemon's earlier tick
+        assert before.get_requested_partitions(defs_module.customer_count.key) == set()
+        customers.write(pa.table({"id": [1, 2, 3], "country": ["fr", "fr", "de"]}, schema=schema),
+                        commit_user="crm-flink")
+        tick = observer.evaluate_tick(dg.build_sensor_context(cursor=first.cursor, resources=resources,
+                                                              instance=instance))
+        [event] = tick.asset_events
+        instance.report_runless_asset_event(event)
+        evaluated = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=before.cursor)
+        assert evaluated.get_requested_partitions(defs_module.customer_count.key) == {None}
+    assert dg.materialize([defs_module.customer_count], resources=defs_module.defs.resources).success
+    counts = Catalog(str(WAREHOUSE)).get_table("analytics.customer_count").read().to_pylist()
+    assert sorted((r["country"], r["customers"]) for r in counts) == [("de", 1), ("fr", 2)]
+
+
+@pytest.mark.slow
+def test_a_submitted_op_runs_through_dagster_pipes_on_the_standalone_cluster(spark_cluster, tmp_path):
+    """With the op's context, ``SparkResource(submit=True)`` submits through Dagster Pipes: the
+    driver (a spark-submit application of the tests' standalone master) reports its log line and
+    its result as Pipes messages under the warehouse, and the Pipes folder is gone afterwards."""
+    from paimonflow.jobs.results import RESULTS_DIR
+    from paimonflow.operators.dagster import PaimonResource, SparkResource, paimon_job_op
+    from tests.spark.cluster import SUBMIT_CONF
+
+    warehouse = str(tmp_path / "wh")
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    catalog.create_table("db.piped", schema, primary_keys=["id"], options={"bucket": "2"})
+    pq.write_table(pa.table({"id": list(range(12)), "v": ["p"] * 12}, schema=schema), tmp_path / "in.parquet")
+    write = paimon_job_op("write", "db.piped", name="write_piped", path=str(tmp_path / "in.parquet"))
+
+    @dg.job
+    def piped():
+        write()
+
+    spark = SparkResource(master=spark_cluster.url, submit=True, conf=SUBMIT_CONF,
+                          spark_submit=os.path.join(os.path.dirname(sys.executable), "spark-submit"))
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = piped.execute_in_process(resources={"paimon": PaimonResource(warehouse=warehouse), "spark": spark},
+                                          instance=instance)
+        # the driver's Pipes log line, a log entry of the step
+        logs = [entry.user_message for entry in instance.all_logs(result.run_id)]
+    assert result.success
+    out = result.output_for_node("write_piped")
+    assert out["master"] == spark_cluster.url and out["rows_written"] == 12 and out["executors"] >= 1
+    assert any(f"paimonflow write finished on {spark_cluster.url}" in m for m in logs), logs[-20:]
+    output = next(e for e in result.all_events if e.event_type_value == "STEP_OUTPUT")
+    metadata = output.event_specific_data.metadata
+    assert metadata["dagster/row_count"].value == 12 and metadata["paimon/snapshot_id"].value == 1
+    assert catalog.get_table("db.piped").read().num_rows == 12
+    pipes_dir = tmp_path / "wh" / RESULTS_DIR / "pipes"
+    assert not pipes_dir.exists() or not any(p.is_file() for p in pipes_dir.rglob("*"))

@@ -36,13 +36,13 @@ def csv(path, ids, v: str) -> str:
 def submit(cluster, tmp_path, name: str, job: str, location: TableLocation, arguments: dict) -> dict:
     """spark-submit ``job``; its result comes back through the warehouse as the integrations get it
     (jobs/results.py), and matches the JSON line the driver printed."""
-    from paimonflow.jobs.results import RESULTS_DIR, result_uri, take_result
+    from paimonflow.jobs.results import RESULTS_DIR, ResultFile
 
-    uri = result_uri(location.warehouse)
-    command = submit_command(job, location, arguments, result_file=uri)
-    proc = spark_submit(cluster, name, command)
-    assert proc.returncode == 0, f"{job}: {proc.stderr[-3000:]}"
-    result = take_result(uri, location.storage_options)
+    with ResultFile(location.warehouse, location.storage_options) as result_file:
+        command = submit_command(job, location, arguments, result_file=result_file.uri)
+        proc = spark_submit(cluster, name, command)
+        assert proc.returncode == 0, f"{job}: {proc.stderr[-3000:]}"
+        result = result_file.take()
     assert result == json.loads(proc.stdout.strip().splitlines()[-1])
     assert not list((Path(location.warehouse) / RESULTS_DIR).iterdir())  # read back and deleted
     assert result["master"] == cluster.url, result  # the job ran on the cluster, not in local mode

@@ -31,8 +31,11 @@ def chromium_binary() -> str:
     return found
 
 
-def render(url: str, *, cookies: dict[str, str] | None = None, timeout: float = 90.0) -> Rendered:
-    """Load ``url`` in a fresh headless Chromium with ``cookies`` set for its origin."""
+def render(url: str, *, cookies: dict[str, str] | None = None, timeout: float = 90.0,
+           until: str | None = None) -> Rendered:
+    """Load ``url`` in a fresh headless Chromium with ``cookies`` set for its origin; with
+    ``until``, wait (within ``timeout``) for that text in the page, as a single-page app renders
+    after its data arrives."""
     from websockets.sync.client import connect
 
     profile = Path(tempfile.mkdtemp(prefix="paimonflow-chromium-"))
@@ -47,6 +50,7 @@ def render(url: str, *, cookies: dict[str, str] | None = None, timeout: float = 
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as response:
             page = next(t for t in json.load(response) if t["type"] == "page")
         ids = itertools.count(1)
+        events: list[dict[str, Any]] = []  # what Chromium sent while a call waited for its answer
         with connect(page["webSocketDebuggerUrl"], max_size=64 * 1024 * 1024, open_timeout=timeout) as ws:
             def call(method: str, **params: Any) -> dict[str, Any]:
                 ident = next(ids)
@@ -58,7 +62,6 @@ def render(url: str, *, cookies: dict[str, str] | None = None, timeout: float = 
                         return message.get("result", {})
                     events.append(message)
 
-            events: list[dict[str, Any]] = []
             call("Network.enable")
             call("Page.enable")
             for name, value in (cookies or {}).items():
@@ -70,6 +73,10 @@ def render(url: str, *, cookies: dict[str, str] | None = None, timeout: float = 
                 events.append(json.loads(ws.recv(timeout=timeout)))
             status = next(e["params"]["response"]["status"] for e in events
                           if e.get("method") == "Network.responseReceived" and e["params"]["type"] == "Document")
+            while until is not None and not call("Runtime.evaluate", returnByValue=True, expression=(
+                    f"document.body && document.body.innerText.includes({json.dumps(until)})"))["result"]["value"]:
+                assert time.monotonic() < deadline, f"{url} never showed {until!r}"
+                time.sleep(0.5)
             dom = call("Runtime.evaluate", expression="document.documentElement.outerHTML",
                        returnByValue=True)["result"]["value"]
             png = base64.b64decode(call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"])

@@ -1,0 +1,129 @@
+"""The example definitions in a real Dagster deployment (tests/dagster/deployment.py):
+``dagster-daemon`` and ``dagster-webserver`` as separate processes, runs launched by the daemon,
+everything checked through Dagster's GraphQL API, the asset page rendered by Chromium.
+
+* a commit made outside Dagster (the core's ``Table.write``, as Flink or Spark would) becomes
+  exactly one materialization of ``paimon/shop/customers`` (the observer sensor), and the eager
+  ``analytics/customer_count`` is then materialized by a run the daemon launches;
+* a commit to ``shop.orders`` makes the snapshot sensor request a ``read_order_changes`` run that
+  reads exactly that range;
+* the maintenance schedule's tick runs the maintenance job.
+"""
+
+# No ``from __future__ import annotations``: kept like the other Dagster test modules.
+
+import os
+import time
+
+import pyarrow as pa
+import pytest
+
+from paimonflow.core import Catalog
+from tests.processes import wait_for
+
+from .deployment import DagsterDeployment
+
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
+
+CUSTOMERS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("country", pa.string())])
+ORDERS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                    ("amount", pa.float64())])
+AUTOMATION = "default_automation_condition_sensor"
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dagster-deployment")
+    warehouse, landing = root / "warehouse", root / "landing"
+    catalog = Catalog(str(warehouse))
+    catalog.create_database("shop")
+    catalog.create_table("shop.customers", CUSTOMERS, primary_keys=["id"], options={"bucket": "1"})
+    catalog.create_table("shop.orders", ORDERS, primary_keys=["id", "dt"], partition_keys=["dt"],
+                         options={"bucket": "1"})
+    deployment = DagsterDeployment(env_extra={
+        "PAIMONFLOW_WAREHOUSE": str(warehouse), "PAIMONFLOW_LANDING": str(landing),
+        "PAIMONFLOW_MAINTENANCE_CRON": "* * * * *"})
+    deployment.start()
+    deployment.warehouse, deployment.landing = warehouse, landing  # type: ignore[attr-defined]
+    try:
+        yield deployment
+    finally:
+        deployment.stop()
+
+
+def table(deployed, name):
+    return Catalog(str(deployed.warehouse)).get_table(name)
+
+
+def test_an_external_commit_is_one_asset_event_and_the_eager_asset_follows(deployed):
+    for sensor in ("paimon_commits_shop_customers", AUTOMATION):
+        if deployed.sensor_status(sensor) != "RUNNING":
+            deployed.start_sensor(sensor)
+    # let the observer take its first (empty) look and automation its first evaluation
+    wait_for("the observer's first tick", lambda: _ticked(deployed, "paimon_commits_shop_customers"), timeout=120,
+             every=3, log=deployed.logs)
+    table(deployed, "shop.customers").write(
+        pa.table({"id": [1, 2, 3], "country": ["fr", "fr", "de"]}, schema=CUSTOMERS), commit_user="crm-flink")
+    events = wait_for("the commit as a materialization of paimon/shop/customers",
+                      lambda: deployed.materializations(["paimon", "shop", "customers"]), timeout=180, every=3,
+                      log=deployed.logs)
+    tags = {t["key"]: t["value"] for t in events[0]["tags"]}
+    assert tags["dagster/data_version"] == "1"
+    counted = wait_for("analytics/customer_count materialized by the daemon's run",
+                       lambda: deployed.materializations(["analytics", "customer_count"]), timeout=420, every=3,
+                       log=deployed.logs)
+    run_id = counted[0]["runId"]
+    status = deployed.graphql("""query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }""",
+                              id=run_id)["runOrError"]["status"]
+    assert status == "SUCCESS"
+    rows = table(deployed, "analytics.customer_count").read().to_pylist()
+    assert sorted((r["country"], r["customers"]) for r in rows) == [("de", 1), ("fr", 2)]
+    meta = {m["label"] for m in counted[0]["metadataEntries"]}
+    assert {"dagster/row_count", "dagster/column_schema", "dagster/table_name", "dagster/uri"} <= meta
+    # nothing more without a new commit: still exactly one event, one materialization downstream
+    time.sleep(45)
+    assert len(deployed.materializations(["paimon", "shop", "customers"])) == 1
+    assert len(deployed.materializations(["analytics", "customer_count"])) == 1
+
+
+def _ticked(deployed, sensor: str) -> bool:
+    data = deployed.graphql("""query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) {
+        ... on Sensor { sensorState { ticks(limit: 5) { status } } } } }""",
+                            s={"repositoryLocationName": deployed.location, "repositoryName": "__repository__",
+                               "sensorName": sensor})
+    return any(t["status"] in ("SKIPPED", "SUCCESS") for t in data["sensorOrError"]["sensorState"]["ticks"])
+
+
+def test_a_commit_to_the_orders_makes_the_sensor_launch_a_read_of_its_range(deployed):
+    deployed.start_sensor("paimon_snapshots_shop_orders")
+    orders = table(deployed, "shop.orders")
+    orders.write(pa.table({"id": [1, 2], "dt": ["2026-11-21"] * 2, "amount": [1.0, 2.0]}, schema=ORDERS))
+    [run] = deployed.wait_for_success("read_order_changes", timeout=480)
+    tags = {t["key"]: t["value"] for t in run["tags"]}
+    assert (tags["paimon/start_snapshot"], tags["paimon/end_snapshot"]) == ("0", "1")
+    written = [p for p in (deployed.landing / "changes" / "dagster").rglob("*") if p.is_file()]
+    assert written, "the run wrote the range's changes"
+
+
+def test_the_schedule_tick_runs_the_maintenance_job(deployed):
+    deployed.start_schedule("maintain_shop_orders_schedule")  # every minute in this deployment
+    try:
+        [run] = deployed.wait_for_success("maintain_shop_orders", timeout=480)
+    finally:
+        deployed.stop_schedule("maintain_shop_orders_schedule")
+    tags = {t["key"]: t["value"] for t in run["tags"]}
+    assert "dagster/schedule_name" in tags
+    assert table(deployed, "shop.orders").tags.list(), "the maintenance job tagged the day"
+
+
+def test_the_asset_page_shows_the_standard_metadata(deployed):
+    from tests.chromium import render
+
+    wait_for("a materialization to show", lambda: deployed.materializations(["analytics", "customer_count"]),
+             timeout=60)
+    page = render(f"{deployed.base_url}/assets/analytics/customer_count", timeout=120, until="customers")
+    assert page.status == 200
+    assert "analytics.customer_count" in page.dom and "country" in page.dom
+    if os.environ.get("PAIMONFLOW_SCREENSHOT_TO"):
+        with open(os.environ["PAIMONFLOW_SCREENSHOT_TO"].replace(".png", "-dagster.png"), "wb") as out:
+            out.write(page.png)
