@@ -50,7 +50,7 @@ daily_sales = paimon_table(TableSpec(table="shop.daily_sales", source=LANDING + 
                                      partitions_def=daily, partition_column="dt"))
 
 read_changes = paimon_job_op("read-changes", "shop.orders", name="read_order_changes_op",
-                             output=LANDING + "/changes/dagster", start_snapshot=0)
+                             output=LANDING + "/changes/dagster/{start_snapshot}-{end_snapshot}", start_snapshot=0)
 
 
 @dg.job(name="read_order_changes")
@@ -89,21 +89,25 @@ def customer_count(paimon: PaimonResource) -> pa.Table:
 orders_asset_job = dg.define_asset_job("write_orders", selection=[dg.AssetKey(["paimon", "shop", "orders"])],
                                        executor_def=dg.in_process_executor)
 
-core_defs = dg.Definitions(
-    assets=[*orders["assets"], *daily_sales["assets"], orders_by_day, customers, customer_count],
-    asset_checks=[*orders["asset_checks"], *daily_sales["asset_checks"]],
-    jobs=[*orders["jobs"], *daily_sales["jobs"], read_order_changes, orders_asset_job],
-    schedules=[*orders["schedules"], *daily_sales["schedules"]],
-    sensors=[orders_sensor, customers_observer],
-    resources={"paimon": PaimonResource(warehouse=WAREHOUSE), "spark": SparkResource(),
-               "paimon_io_manager": PaimonIOManager(paimon=PaimonResource(warehouse=WAREHOUSE))},
-)
+def _python_definitions() -> dg.Definitions:
+    """The definitions written in Python above (one Definitions object at module scope: ``defs``)."""
+    return dg.Definitions(
+        assets=[*orders["assets"], *daily_sales["assets"], orders_by_day, customers, customer_count],
+        asset_checks=[*orders["asset_checks"], *daily_sales["asset_checks"]],
+        jobs=[*orders["jobs"], *daily_sales["jobs"], read_order_changes, orders_asset_job],
+        schedules=[*orders["schedules"], *daily_sales["schedules"]],
+        sensors=[orders_sensor, customers_observer],
+        resources={"paimon": PaimonResource(warehouse=WAREHOUSE), "spark": SparkResource(),
+                   "paimon_io_manager": PaimonIOManager(paimon=PaimonResource(warehouse=WAREHOUSE))},
+    )
+
 
 # The component project: dagster_defs/<name>/defs.yaml (shop.returns, a PaimonTableComponent); its
 # YAML reads the landing folder from the environment.
 os.environ.setdefault("PAIMONFLOW_LANDING", LANDING)
 # (dg.toml beside this file names dagster_defs as the project's defs module)
-defs = dg.Definitions.merge(core_defs, dg.load_from_defs_folder(path_within_project=Path(__file__).parent))
+defs = dg.Definitions.merge(_python_definitions(),
+                            dg.load_from_defs_folder(path_within_project=Path(__file__).parent))
 
 
 def write_orders_job():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import signal
 import sys
 import threading
@@ -128,10 +129,26 @@ def _sigterm_interrupts() -> Iterator[None]:
         yield
         return
     previous = signal.signal(signal.SIGTERM, _terminated)
+    stopped = threading.Event()
+    watcher = threading.Thread(target=_watch_parent, args=(os.getppid(), stopped), daemon=True,
+                               name="paimonflow-parent-watch")
+    watcher.start()
     try:
         yield
     finally:
+        stopped.set()
         signal.signal(signal.SIGTERM, previous)
+
+
+def _watch_parent(parent: int, stopped: threading.Event, every: float = 1.0) -> None:
+    """SIGTERM to this process once its parent is gone. Under spark-submit the Python driver is a
+    child of the SparkSubmit JVM; a scheduler stopping the submission (Dagster Pipes' SIGINT, an
+    Airflow task's kill) ends the JVM only, and the orphaned driver would otherwise go on, perhaps
+    to commit. Reparenting is how an orphan shows (``os.getppid()`` changes)."""
+    while not stopped.wait(every):
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
 
 
 _RUNNING: dict = {"job": None, "stack": None}

@@ -70,9 +70,18 @@ def job_table_metadata(paimon: PaimonResource, table: str, job: str, result: dic
                           partition_rows=partition_rows, row_count=committed)
 
 
+def _with_range(arguments: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """String arguments with ``{start_snapshot}``/``{end_snapshot}`` filled from the op config (or
+    the fixed arguments): a read-changes output folder per range, so each run keeps its batch."""
+    merged = {**arguments, **config}
+    values = {"start_snapshot": merged.get("start_snapshot", ""), "end_snapshot": merged.get("end_snapshot", "")}
+    return {k: (v.format(**values) if isinstance(v, str) and "_snapshot}" in v else v) for k, v in arguments.items()}
+
+
 def paimon_job_op(job: str, table: str, *, name: str | None = None, **arguments: Any) -> dg.OpDefinition:
     """An op running ``job`` on ``table`` with fixed ``arguments``; ``read-changes`` also takes
-    ``start_snapshot``/``end_snapshot`` from the op config (what the snapshot sensor requests)."""
+    ``start_snapshot``/``end_snapshot`` from the op config (what the snapshot sensor requests), and
+    string arguments may name them (``output=".../changes/{start_snapshot}-{end_snapshot}"``)."""
     if job not in JOBS:
         raise ValueError(f"unknown job {job!r}; jobs are {', '.join(sorted(JOBS))}")
     op_name = name or f"paimon_{_safe(job)}_{_safe(table)}"
@@ -81,7 +90,8 @@ def paimon_job_op(job: str, table: str, *, name: str | None = None, **arguments:
                                         "end_snapshot": dg.Field(int, is_required=False)},
            ins={"after": dg.In(dg.Nothing)}, out=dg.Out(dict), tags={"kind": "paimon"})
     def _op(context: dg.OpExecutionContext, paimon: PaimonResource, spark: SparkResource) -> dict:
-        args = {**arguments, **{k: v for k, v in (context.op_config or {}).items() if v is not None}}
+        config = {k: v for k, v in (context.op_config or {}).items() if v is not None}
+        args = {**_with_range(arguments, config), **config}
         if job in COMMITTING and "commit_user" not in args:
             args["commit_user"], args["commit_identifier"] = commit_identity(context, op_name)
             if job == "expire-partitions":
@@ -119,6 +129,13 @@ class TableSpec:
     #: the newest commit (made anywhere) at most this old: a Dagster freshness policy on the asset
     #: and a ``fresh`` health check on the table's latest snapshot
     freshness: timedelta | None = None
+
+    def __post_init__(self) -> None:
+        if self.freshness is not None and self.freshness < timedelta(minutes=1):
+            from paimonflow.core.errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"TableSpec({self.table!r}): freshness must be at least 1 minute (Dagster's "
+                                       f"smallest freshness window), got {self.freshness}")
 
 
 def table_asset_key(table: str) -> dg.AssetKey:

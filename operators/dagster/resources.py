@@ -85,9 +85,14 @@ class SparkResource(dg.ConfigurableResource):
             return self._piped(context, job, paimon, table, arguments)
         if self.submit:
             return self._submitted(job, paimon, table, arguments)
+        from paimonflow.core.errors import PaimonflowError
         from paimonflow.jobs.registry import run_job
 
-        return run_job(job, self.session(), paimon.location(table), arguments)
+        try:
+            return run_job(job, self.session(), paimon.location(table), arguments)
+        except PaimonflowError as err:  # a mistake a user can make (a missing source...): one line
+            raise dg.Failure(description=f"{job} {table}: {type(err).__name__}: {err}", allow_retries=False) \
+                from None
 
     def _submitted(self, job, paimon, table, arguments) -> dict[str, Any]:
         from paimonflow.jobs.results import ResultFile

@@ -125,6 +125,11 @@ def test_the_hourly_ingestion_reads_each_committed_row_once_across_scheduled_man
         now = datetime.now(UTC)
     hour = now.replace(minute=0, second=0, microsecond=0)
     _land_hour(deployment, hour, range(0, 10))
+    # A DAG parsed in the previous hour still has that hour as its next run: unpaused now, it would
+    # get that run too. Have it parsed again until its next run is this hour.
+    (deployment.dags / f"{HOURLY}.py").touch()
+    wait_for(f"{HOURLY}'s next run to be {hour:%H}:00", lambda: _next_run(deployment, HOURLY) >= hour,
+             timeout=120, every=2, log=deployment.logs)
 
     # 1. scheduled: unpausing creates the run of the latest hour (catch-up is off)
     deployment.set_paused(HOURLY, False)
@@ -170,6 +175,12 @@ def test_the_hourly_ingestion_reads_each_committed_row_once_across_scheduled_man
         "ranges": {run: _sensor_range(deployment, run) for run in (scheduled["dag_run_id"], manual, following)},
         "changes": {folder: len(ids) for folder, ids in changes.items()},
         "snapshots": snapshots(orders(deployment))}
+
+
+def _next_run(deployment: Deployment, dag_id: str) -> datetime:
+    """The logical date of the DAG's next scheduled run (as its last parse computed it)."""
+    found = deployment.api("GET", f"/dags/{dag_id}")["next_dagrun_logical_date"]
+    return datetime.fromisoformat(found) if found else datetime.min.replace(tzinfo=UTC)
 
 
 def _commit_runs(deployment: Deployment) -> list[dict[str, Any]]:

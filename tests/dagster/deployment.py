@@ -25,6 +25,7 @@ from tests.processes import free_port, stop_process, wait_for
 
 BIN = Path(sys.executable).parent
 MODULE = "paimonflow.dags_examples.dagster_definitions"
+LOCATION = "paimonflow-examples"
 REPOSITORY = "__repository__"
 
 
@@ -68,6 +69,7 @@ class DagsterDeployment:
               - python_module:
                   module_name: {MODULE}
                   attribute: defs
+                  location_name: {LOCATION}
                   working_directory: {self.root}
             """))
         workspace = ["-w", str(self.root / "workspace.yaml")]
@@ -115,7 +117,7 @@ class DagsterDeployment:
 
     @property
     def location(self) -> str:
-        return MODULE
+        return LOCATION
 
     def start_sensor(self, name: str) -> None:
         data = self.graphql("""mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) {

@@ -16,7 +16,7 @@ import pytest
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import InvalidArgumentError
-from paimonflow.plugins.dagster import PaimonTableComponent
+from paimonflow.plugins.dagster import PaimonTableComponent, PaimonTableScaffolder
 
 TYPE = "paimonflow.plugins.dagster.PaimonTableComponent"
 DG = os.path.join(os.path.dirname(sys.executable), "dg")
@@ -87,10 +87,10 @@ def test_dg_lists_the_component_and_scaffolds_its_yaml(tmp_path):
     listed = subprocess.run([DG, "list", "components", "--json"], capture_output=True, text=True, timeout=300,
                             cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr[-2000:]
-    assert TYPE in {c.get("key") for c in json.loads(listed.stdout)}
+    assert TYPE in {c["key"] for c in json.loads(listed.stdout)["items"]}
     target = tmp_path / "returns"
-    dg.scaffold_component(PaimonTableComponent, request=dg.ScaffoldRequest(
-        type_name=TYPE, target_path=target, scaffold_format="yaml", project_root=None, params=None))
+    PaimonTableScaffolder().scaffold(dg.ScaffoldRequest(type_name=TYPE, target_path=target, scaffold_format="yaml",
+                                                         project_root=None, params=None))
     text = (target / "defs.yaml").read_text()
     assert text.startswith(f"type: {TYPE}\n")
     # the scaffolded YAML is a valid component as it stands

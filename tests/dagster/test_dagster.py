@@ -125,6 +125,20 @@ def test_read_changes_job_with_the_requested_range(spark, defs_module):
     assert result.success
     out = result.output_for_node("read_order_changes_op")
     assert out["rows"] == 2 and out["row_kinds"] == {"+I": 2}
+    # each range in its own folder: a later run never overwrites this batch
+    assert any((LANDING / "changes" / "dagster" / f"{before}-{before + 1}").rglob("*.parquet"))
+
+
+@pytest.mark.slow
+def test_a_missing_landing_hour_fails_in_one_line(spark, defs_module):
+    assets = defs_module.orders["assets"]
+    result = dg.materialize(assets, resources=defs_module.defs.resources, partition_key="2026-11-21-23:00",
+                            raise_on_error=False)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    description = failure.event_specific_data.user_failure_data.description
+    assert description.startswith("write shop.orders: SourceError: [PATH_NOT_FOUND] Path does not exist")
+    assert "\n" not in description and str(LANDING / "2026-11-21-23:00") in description
 
 
 @pytest.mark.slow

@@ -122,3 +122,40 @@ def test_an_eager_downstream_asset_is_requested_after_an_external_commit(setup):
             instance.report_runless_asset_event(event)
         assert requested() == {None}  # the unpartitioned asset is requested once
         assert not requested()  # and not again without a new commit
+
+
+def test_the_fresh_health_check_reads_the_latest_commit_made_anywhere(setup):
+    from datetime import timedelta
+
+    from paimonflow.operators.dagster import TableSpec, paimon_table
+
+    table, resources = setup
+
+    def fresh(window):
+        [checks] = paimon_table(TableSpec(table="db.events", freshness=window))["asset_checks"]
+        results = {r.check_name: r for r in checks(dg.build_op_context(resources=resources))}
+        return results["fresh"]
+
+    assert fresh(timedelta(hours=1)).passed is False  # no commit at all yet
+    import time
+
+    with table.new_write() as writer:  # a commit made outside Dagster two hours ago
+        writer.write(rows(1))
+        table.new_commit("flink-job-7", clock=lambda: time.time() - 7200).commit(writer.prepare_commit())
+    stale = fresh(timedelta(hours=1))
+    assert stale.passed is False and stale.metadata["age_seconds"].value >= 7200
+    table.write(rows(2), commit_user="flink-job-7")  # and one now
+    result = fresh(timedelta(hours=1))
+    assert result.passed is True and result.metadata["latest_snapshot"].value == 2
+
+
+def test_a_freshness_window_under_a_minute_is_refused_in_one_line():
+    from datetime import timedelta
+
+    from paimonflow.core.errors import InvalidArgumentError
+    from paimonflow.operators.dagster import TableSpec
+
+    with pytest.raises(InvalidArgumentError) as caught:
+        TableSpec(table="db.events", freshness=timedelta(seconds=5))
+    assert str(caught.value) == ("TableSpec('db.events'): freshness must be at least 1 minute (Dagster's smallest "
+                                 "freshness window), got 0:00:05")
