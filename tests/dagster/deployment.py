@@ -119,32 +119,32 @@ class DagsterDeployment:
     def location(self) -> str:
         return LOCATION
 
+    def selector(self, kind: str, name: str) -> dict[str, str]:
+        """A ``SensorSelector``/``ScheduleSelector`` of the example location (``kind``: sensor, schedule)."""
+        return {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, f"{kind}Name": name}
+
     def start_sensor(self, name: str) -> None:
         data = self.graphql("""mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) {
             __typename ... on Sensor { sensorState { status } } ... on PythonError { message } } }""",
-                            s={"repositoryLocationName": self.location, "repositoryName": REPOSITORY,
-                               "sensorName": name})
+                            s=self.selector("sensor", name))
         assert data["startSensor"].get("sensorState", {}).get("status") == "RUNNING", data
 
     def sensor_status(self, name: str) -> str:
         data = self.graphql("""query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) {
             __typename ... on Sensor { sensorState { status } } } }""",
-                            s={"repositoryLocationName": self.location, "repositoryName": REPOSITORY,
-                               "sensorName": name})
+                            s=self.selector("sensor", name))
         return data["sensorOrError"]["sensorState"]["status"]
 
     def start_schedule(self, name: str) -> None:
         data = self.graphql("""mutation($s: ScheduleSelector!) { startSchedule(scheduleSelector: $s) {
             __typename ... on ScheduleStateResult { scheduleState { status } } ... on PythonError { message } } }""",
-                            s={"repositoryLocationName": self.location, "repositoryName": REPOSITORY,
-                               "scheduleName": name})
+                            s=self.selector("schedule", name))
         assert data["startSchedule"].get("scheduleState", {}).get("status") == "RUNNING", data
 
     def stop_schedule(self, name: str) -> None:
         data = self.graphql("""query($s: ScheduleSelector!) { scheduleOrError(scheduleSelector: $s) {
             ... on Schedule { scheduleState { id selectorId } } } }""",
-                            s={"repositoryLocationName": self.location, "repositoryName": REPOSITORY,
-                               "scheduleName": name})
+                            s=self.selector("schedule", name))
         state = data["scheduleOrError"]["scheduleState"]
         self.graphql("""mutation($id: String!, $sid: String!) { stopRunningSchedule(id: $id, scheduleOriginId: $sid) {
             __typename } }""", id=state["id"], sid=state["selectorId"])

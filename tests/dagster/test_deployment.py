@@ -89,8 +89,7 @@ def test_an_external_commit_is_one_asset_event_and_the_eager_asset_follows(deplo
 def _ticked(deployed, sensor: str) -> bool:
     data = deployed.graphql("""query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) {
         ... on Sensor { sensorState { ticks(limit: 5) { status } } } } }""",
-                            s={"repositoryLocationName": deployed.location, "repositoryName": "__repository__",
-                               "sensorName": sensor})
+                            s=deployed.selector("sensor", sensor))
     return any(t["status"] in ("SKIPPED", "SUCCESS") for t in data["sensorOrError"]["sensorState"]["ticks"])
 
 
