@@ -36,23 +36,53 @@ t0 = time.perf_counter()
 from paimonflow.jobs.session import spark_session
 from paimonflow.jobs.location import TableLocation
 from paimonflow.jobs.write import WriteSource, write
+from bench.spark_write import layout_write
 master, wh, source, slots = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 spark = spark_session(master=master, conf={"spark.sql.shuffle.partitions": str(slots),
                                            "spark.driver.memory": "4g", "spark.executor.memory": "900m"})
 spark.sparkContext.setLogLevel("ERROR")
 started = time.perf_counter() - t0
-runs, floor = [], []
+runs, floor, layout = [], [], []
 for table in sys.argv[5:]:  # the first run starts the Python workers; later runs reuse them
     result = write(spark, TableLocation(table, "b.pk"), WriteSource(path=source))
     runs.append(result.duration_s)
     t1 = time.perf_counter()
     spark.read.parquet(source).write.mode("overwrite").parquet(table + "/floor")
     floor.append(time.perf_counter() - t1)
+    t1 = time.perf_counter()
+    layout_write(spark, TableLocation(table, "b.pk").open(), source, table + "/layout", result.metrics["tasks"])
+    layout.append(time.perf_counter() - t1)
 median = lambda xs: sorted(xs)[len(xs) // 2]
 print(json.dumps({"startup": started, "cold": runs[0], "warm": median(runs[1:]), "floor": median(floor[1:]),
+                  "layout": median(layout[1:]),
                   "rows": result.metrics["rows_written"], "tasks": result.metrics["tasks"],
                   "executors": result.executors, "master": result.master}))
 """
+
+
+def layout_write(spark, table, source: str, out: str, tasks: int) -> None:
+    """What a write path in which rows never enter Python would cost at least (issue 17, item 7):
+    Spark computes the bucket (``jobs/bucket_expr.py``), a sequence number in input order and the
+    key and kind columns of Paimon's primary-key data files, shuffles by (partition, bucket) into as
+    many tasks as the job uses, sorts each bucket by key and writes zstd Parquet, one directory per
+    (partition, bucket), with its own writer. It leaves out what such a path would add (keeping the
+    last row of a key, moving files to Paimon's names, metadata from the footers), so its time is a
+    lower bound for that path, measured beside the job and the floor."""
+    from pyspark.sql import functions as F
+
+    from paimonflow.jobs.bucket_expr import bucket_expression
+
+    df = spark.read.parquet(source)
+    keys = [table.arrow_schema.field(k) for k in table.schema.bucket_keys]
+    bucket = bucket_expression(keys, dict(df.dtypes), table.options.bucket)
+    assert bucket is not None, "the bench table's bucket key is expressible in Spark"
+    primary = list(table.primary_keys)
+    rows = df.select(*[F.col(k).alias(f"_KEY_{k}") for k in primary],
+                     F.monotonically_increasing_id().alias("_SEQUENCE_NUMBER"),
+                     F.lit(0).cast("tinyint").alias("_VALUE_KIND"), *df.columns, F.expr(bucket).alias("bucket"))
+    partitions = [*table.partition_keys, "bucket"]
+    (rows.repartition(tasks, *partitions).sortWithinPartitions(*partitions, *[f"_KEY_{k}" for k in primary])
+     .write.mode("overwrite").option("compression", "zstd").partitionBy(*partitions).parquet(out))
 
 
 def make_source(path: Path, rows: int) -> None:
@@ -97,6 +127,7 @@ def spark_write(root: Path, source: Path, master: str, slots: int, reps: int, en
     tables = [new_table(root) for _ in range(reps + 1)]
     result = run_script(SPARK_RUN, [master, "-", str(source), str(slots), *tables], env)
     result["vs_floor"] = round(result["warm"] / result["floor"], 2)
+    result["layout_vs_floor"] = round(result["layout"] / result["floor"], 2)
     return result
 
 

@@ -14,8 +14,10 @@
   daily partitions, health checks with freshness, a maintenance job and schedule, a commit observer;
 * ``analytics/orders_by_day``: an asset computed from the orders and stored in the Paimon table
   ``analytics.orders_by_day`` by the IO manager.
-Resources: ``paimon`` (``PAIMONFLOW_WAREHOUSE``), ``spark`` (local), ``paimon_io_manager`` (assets
-opt in with ``io_manager_key="paimon_io_manager"``; op results keep Dagster's default IO manager).
+Resources: ``paimon`` (``PAIMONFLOW_WAREHOUSE``), ``spark`` (a local session; with
+``PAIMONFLOW_SPARK_SUBMIT=1`` every job is spark-submitted through Dagster Pipes to
+``PAIMONFLOW_SPARK_MASTER``), ``paimon_io_manager`` (assets opt in with
+``io_manager_key="paimon_io_manager"``; op results keep Dagster's default IO manager).
 """
 
 # No ``from __future__ import annotations``: Dagster reads context annotations at runtime.
@@ -38,6 +40,9 @@ from paimonflow.sensors.dagster import paimon_commit_observer, paimon_snapshot_s
 
 WAREHOUSE = os.environ.get("PAIMONFLOW_WAREHOUSE", os.path.abspath("demo-warehouse"))
 LANDING = os.environ.get("PAIMONFLOW_LANDING", os.path.abspath("demo-landing"))
+
+SPARK = SparkResource(master=os.environ.get("PAIMONFLOW_SPARK_MASTER", "local[2]"),
+                      submit=os.environ.get("PAIMONFLOW_SPARK_SUBMIT", "") == "1")
 
 hourly = dg.HourlyPartitionsDefinition(start_date="2026-11-21-00:00")
 daily = dg.DailyPartitionsDefinition(start_date="2026-11-01")
@@ -97,7 +102,7 @@ def _python_definitions() -> dg.Definitions:
         jobs=[*orders["jobs"], *daily_sales["jobs"], read_order_changes, orders_asset_job],
         schedules=[*orders["schedules"], *daily_sales["schedules"]],
         sensors=[orders_sensor, customers_observer],
-        resources={"paimon": PaimonResource(warehouse=WAREHOUSE), "spark": SparkResource(),
+        resources={"paimon": PaimonResource(warehouse=WAREHOUSE), "spark": SPARK,
                    "paimon_io_manager": PaimonIOManager(paimon=PaimonResource(warehouse=WAREHOUSE))},
     )
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Annotated, overload
+from typing import Annotated, Any, overload
 
 import typer
 
@@ -69,9 +69,7 @@ def job(name: str):
     def decorate(fn):
         @functools.wraps(fn)
         def run(*args, **kwargs):
-            from paimonflow.jobs.pipes import pipes_session
-
-            with pipes_session(storage_options_from_env()) as pipes:  # None unless launched by Dagster Pipes
+            with _pipes() as pipes:  # None unless launched by Dagster Pipes
                 code = _run_job(name, fn, args, kwargs, pipes)
             if code:
                 raise typer.Exit(code)
@@ -79,6 +77,23 @@ def job(name: str):
         return app.command(name)(run)
 
     return decorate
+
+
+@contextmanager
+def _pipes() -> Iterator[Any]:
+    """A Dagster Pipes session when Dagster launched this job through Pipes (jobs/pipes.py), else None."""
+    if "DAGSTER_PIPES_CONTEXT" not in os.environ:
+        yield None
+        return
+    try:
+        from paimonflow.jobs.pipes import pipes_session
+    except ImportError:  # dagster-pipes is not installed beside the driver
+        print("launched through Dagster Pipes, but dagster-pipes is not installed here: reporting to stdout only",
+              file=sys.stderr, flush=True)
+        yield None
+        return
+    with pipes_session(storage_options_from_env()) as pipes:
+        yield pipes
 
 
 def _run_job(name: str, fn, args, kwargs, pipes) -> int:
@@ -97,8 +112,8 @@ def _run_job(name: str, fn, args, kwargs, pipes) -> int:
     text = result.to_json()
     print(text)
     if pipes is not None:
-        pipes.log.info(f"paimonflow {name} finished on {json.loads(text).get('master')}")
-        pipes.report_custom_message(json.loads(text))
+        pipes.log.info(f"paimonflow {name} finished on {result.master}")
+        pipes.report_custom_message(result.to_dict())
     if _RESULT_FILE["path"]:  # a path or a URI on the warehouse's storage (jobs/results.py)
         from paimonflow.jobs.results import write_result
 

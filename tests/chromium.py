@@ -24,6 +24,31 @@ class Rendered:
     dom: str
     png: bytes
 
+    @property
+    def text(self) -> list[str]:
+        """The page's text nodes, as a reader sees them (no markup, styles or scripts)."""
+        from html.parser import HTMLParser
+
+        class Texts(HTMLParser):
+            def __init__(self) -> None:
+                super().__init__()
+                self.found: list[str] = []
+                self.hidden = 0
+
+            def handle_starttag(self, tag, attrs) -> None:
+                self.hidden += tag in ("script", "style")
+
+            def handle_endtag(self, tag) -> None:
+                self.hidden -= tag in ("script", "style")
+
+            def handle_data(self, data) -> None:
+                if not self.hidden and data.strip():
+                    self.found.append(data.strip())
+
+        parser = Texts()
+        parser.feed(self.dom)
+        return parser.found
+
 
 def chromium_binary() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -43,3 +43,11 @@ def stop_process(process: subprocess.Popen, *, grace: float = 30.0, sig: int = s
         process.wait(timeout=30)
     except ProcessLookupError:
         pass
+
+
+def python_processes(*needles: str) -> list[str]:
+    """Command lines (full width) of the Python processes whose arguments hold every needle: a
+    spark-submitted job's driver, not its JVM."""
+    listing = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+    return [line for line in listing.splitlines()
+            if all(n in line for n in needles) and "java" not in line and "ps -ww" not in line]

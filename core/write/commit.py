@@ -444,7 +444,9 @@ class TableCommit:
 
     def _partitions_where(self, predicate: Predicate, partitions: set[bytes]) -> set[bytes]:
         """The serialized partitions whose values satisfy ``predicate``: each distinct partition
-        decoded once, the predicate evaluated on them as one Arrow table."""
+        decoded once, the predicate evaluated on them as one Arrow table. Exact, unlike the scan
+        planner's pruning (``Predicate.might_match`` on statistics, a safe superset for a read):
+        an overwrite must delete precisely the partitions selected."""
         ordered = list(partitions)
         if not ordered:
             return set()

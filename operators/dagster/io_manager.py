@@ -70,15 +70,19 @@ class PaimonIOManager(dg.ConfigurableIOManager):
             _check_partitioned_by(table, slice_)
             where = slice_.predicate(table.arrow_schema)
             table = _evolve(table, data)  # nothing changed or written if the output does not fit
-            data = _conform(table, data)
+            data = _with_dropped_columns_as_null(table, data)  # the write orders and casts the columns
             result = table.write(data, overwrite=where if where is not None else {},
                                  commit_user=_commit_user(context, slice_), commit_identifier=1)
         except PaimonflowError as err:
             raise _fail(f"{context.asset_key.to_user_string() if context.has_asset_key else context.name}: {err}") \
                 from None
+        # the slice holds the output's rows (one per key for a primary-key table), the whole table
+        # when the asset is unpartitioned; a partitioned one's table count comes from metadata
+        written = data.group_by(list(table.primary_keys)).aggregate([]).num_rows if table.primary_keys \
+            else data.num_rows
         context.add_output_metadata(table_metadata(
             table, snapshot_id=result.snapshot_id, committed=not result.already_committed,
-            partition_rows=data.num_rows if slice_.partitioned else None))
+            partition_rows=written if slice_.partitioned else None, rows=None if slice_.partitioned else written))
 
     def _table_for_output(self, context: dg.OutputContext, slice_: TableSlice, data: pa.Table):
         catalog = self.paimon.catalog()
@@ -134,8 +138,8 @@ def _commit_user(context: dg.OutputContext, slice_: TableSlice) -> str:
     finds its landed commit; the digest keeps slices apart that read the same once sanitized."""
     run = context.step_context.dagster_run
     root = run.root_run_id or run.run_id
-    described = slice_.describe()
-    digest = hashlib.sha1(described.encode()).hexdigest()[:8]
+    described = slice_.describe()  # first..last key of each dimension: the digest covers every key
+    digest = hashlib.sha1(repr([(d.column, d.keys) for d in slice_.dimensions]).encode()).hexdigest()[:8]
     readable = re.sub(r"[^\w\-.@+~]", "_", described)[:80]
     return f"dagster.io.{slice_.identifier}.{readable}.{digest}.{root}"
 
@@ -177,12 +181,13 @@ def _evolve(table, data: pa.Table):
     return table.alter(changes) if changes else table
 
 
-def _conform(table, data: pa.Table) -> pa.Table:
-    """``data`` as the table's rows: its columns in order and types, missing (nullable) ones null."""
-    target = table.arrow_schema
-    columns = [data.column(f.name) if f.name in data.schema.names else pa.nulls(data.num_rows, f.type)
-               for f in target]
-    return pa.Table.from_arrays(columns, names=target.names).cast(target)
+def _with_dropped_columns_as_null(table, data: pa.Table) -> pa.Table:
+    """``data`` with a null column for each (nullable) table column the output no longer has;
+    ordering and safe casts are the core write's (``core/write/conform.py``)."""
+    missing = [f for f in table.arrow_schema if f.name not in data.schema.names]
+    for f in missing:
+        data = data.append_column(f, pa.nulls(data.num_rows, f.type))
+    return data
 
 
 __all__ = ["PaimonIOManager"]

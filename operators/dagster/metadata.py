@@ -26,20 +26,24 @@ def column_schema(table: Any) -> dg.TableSchema:
         for f in table.schema.fields])
 
 
-def table_row_count(table: Any, snapshot: Any) -> int:
-    """Rows the table holds at ``snapshot``: the snapshot's record count for an append table
-    without deletion vectors (exact there, read from metadata only), else the merged key count."""
+def stored_row_count(table: Any, snapshot: Any) -> int | None:
+    """Rows the table holds at ``snapshot`` when its metadata says so exactly: an append table
+    without deletion vectors (the snapshot's record count). A primary-key table's rows are known
+    only by merging its keys, a whole-table read the scheduler's step process should not do after
+    every commit: None (the caller may know the count from the rows it wrote)."""
     if snapshot is None:
         return 0
-    if not table.primary_keys and not table.options.deletion_vectors and snapshot.total_record_count is not None:
-        return int(snapshot.total_record_count)
-    return table.read(columns=list(table.primary_keys) or None, snapshot_id=snapshot.id).num_rows
+    if table.primary_keys or table.options.deletion_vectors or snapshot.total_record_count is None:
+        return None
+    return int(snapshot.total_record_count)
 
 
 def table_metadata(table: Any, *, snapshot_id: int | None, committed: bool = True,
-                   partition_rows: int | None = None, row_count: bool = True) -> dict[str, Any]:
+                   partition_rows: int | None = None, rows: int | None = None,
+                   row_count: bool = True) -> dict[str, Any]:
     """Standard metadata of ``table`` after the commit that made ``snapshot_id`` (``committed``:
-    this materialization made it, so its files and bytes are reported)."""
+    this materialization made it, so its files and bytes are reported). ``rows``: the table's row
+    count when the caller knows it (else :func:`stored_row_count`); ``row_count=False``: none."""
     meta: dict[str, Any] = {
         "dagster/table_name": table.identifier,
         "dagster/uri": dg.MetadataValue.url(table.path) if "://" in table.path else dg.MetadataValue.path(table.path),
@@ -55,10 +59,12 @@ def table_metadata(table: Any, *, snapshot_id: int | None, committed: bool = Tru
             meta["paimon/files_written"] = stats.added_files
             meta["paimon/bytes_written"] = stats.added_bytes
     if row_count:
-        meta["dagster/row_count"] = table_row_count(table, snapshot)
+        count = rows if rows is not None else stored_row_count(table, snapshot)
+        if count is not None:
+            meta["dagster/row_count"] = count
     if partition_rows is not None:
         meta["dagster/partition_row_count"] = partition_rows
     return meta
 
 
-__all__ = ["column_schema", "table_metadata", "table_row_count"]
+__all__ = ["column_schema", "stored_row_count", "table_metadata"]

@@ -94,18 +94,24 @@ class SparkResource(dg.ConfigurableResource):
             raise dg.Failure(description=f"{job} {table}: {type(err).__name__}: {err}", allow_retries=False) \
                 from None
 
+    def _command(self, job: str, location, arguments, result_file: str | None) -> tuple[list[str], dict[str, str]]:
+        """spark-submit's argv and environment for ``job``: credentials travel in the environment
+        (``submit_command``'s env), never on argv (reliability S9)."""
+        from paimonflow.jobs.submit import submit_command
+
+        command = submit_command(job, location, arguments, result_file=result_file)
+        argv = command.argv(spark_submit=self.spark_submit, master=self.master, conf=self.conf,
+                            name=f"paimonflow-{job}")
+        return argv, {**_submit_env(), **command.env}
+
     def _submitted(self, job, paimon, table, arguments) -> dict[str, Any]:
         from paimonflow.jobs.results import ResultFile
-        from paimonflow.jobs.submit import submit_command
 
         location = paimon.location(table)
         # the driver's result comes back through the warehouse (jobs/results.py)
         with ResultFile(location.warehouse, location.storage_options) as result_file:
-            command = submit_command(job, location, arguments, result_file=result_file.uri)
-            argv = command.argv(spark_submit=self.spark_submit, master=self.master, conf=self.conf,
-                                name=f"paimonflow-{job}")
-            # credentials travel in the environment (command.env), never on argv (S9)
-            proc = subprocess.run(argv, capture_output=True, text=True, env={**_submit_env(), **command.env})
+            argv, env = self._command(job, location, arguments, result_file.uri)
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 raise dg.Failure(description=f"spark-submit {job} failed (exit {proc.returncode})",
                                  metadata={"stderr": dg.MetadataValue.text(proc.stderr[-4000:])})
@@ -114,22 +120,16 @@ class SparkResource(dg.ConfigurableResource):
             raise dg.Failure(description=f"spark-submit {job} succeeded but its driver wrote no result")
         return result
 
-
     def _piped(self, context, job, paimon, table, arguments) -> dict[str, Any]:
-        from paimonflow.jobs.submit import submit_command
-
         from .pipes import WarehouseContextInjector, WarehouseMessageReader
 
         location = paimon.location(table)
-        command = submit_command(job, location, arguments, result_file=None)
-        argv = command.argv(spark_submit=self.spark_submit, master=self.master, conf=self.conf,
-                            name=f"paimonflow-{job}")
+        argv, env = self._command(job, location, arguments, None)  # the result comes as a Pipes message
         client = dg.PipesSubprocessClient(
             context_injector=WarehouseContextInjector(location.warehouse, location.storage_options),
             message_reader=WarehouseMessageReader(location.warehouse, location.storage_options),
             forward_termination=True)
-        # credentials travel in the environment (command.env), never on argv (S9)
-        invocation = client.run(context=context, command=argv, env={**_submit_env(), **command.env})
+        invocation = client.run(context=context, command=argv, env=env)
         results = [m for m in invocation.get_custom_messages() if isinstance(m, dict) and m.get("job") == job]
         if not results:
             raise dg.Failure(description=f"spark-submit {job} succeeded but its driver reported no result through "

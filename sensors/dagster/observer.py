@@ -5,8 +5,8 @@ Flink, Spark, another scheduler or a paimonflow job outside Dagster commit to a 
 learns of it only through this sensor, and then declarative automation (``AutomationCondition``)
 and freshness policies downstream react as to a materialization made in Dagster. Each tick with
 new APPEND/OVERWRITE snapshots reports exactly one event for the range: data version = the
-latest snapshot id, metadata = the range, its commit kinds and users, the rows it added, and
-Dagster's standard table metadata. A rollback past the cursor, or snapshots that expired before
+latest snapshot id, metadata = the range, its commit kinds and users, its net change in records
+(the snapshots' ``deltaRecordCount``: no manifest is read) and Dagster's standard table metadata. A rollback past the cursor, or snapshots that expired before
 they were seen, is reported as an event too (``paimon/rolled_back`` / ``paimon/expired_past``),
 never skipped. Commits made by paimonflow's own Dagster ops and IO manager (commit users
 ``dagster.*``) already materialized the asset in their run: a range holding only those is not
@@ -55,7 +55,7 @@ def paimon_commit_observer(table: str, asset_key, *, name: str | None = None,
         if not reportable:
             return dg.SensorResult(skip_reason=f"no new commits to {table}", cursor=_dump(cursor, context.cursor))
         first, latest = info.get("first_new_id"), info["latest_id"]
-        users, kinds, rows = _attribute(opened, first, latest)
+        users, kinds, records = _attribute(opened, first, latest)
         if users and all(u.startswith(DAGSTER_COMMIT_PREFIX) for u in users) and not (
                 info.get("rolled_back") or info.get("expired_past")):
             return dg.SensorResult(skip_reason=f"snapshots {first}..{latest} of {table} were committed by Dagster "
@@ -64,8 +64,9 @@ def paimon_commit_observer(table: str, asset_key, *, name: str | None = None,
         metadata = {**table_metadata(opened, snapshot_id=latest, committed=False, row_count=False),
                     "paimon/start_snapshot": (first or latest) - 1, "paimon/end_snapshot": latest,
                     "paimon/commit_kinds": dg.MetadataValue.json(kinds),
-                    "paimon/commit_users": dg.MetadataValue.json(sorted(users)),
-                    "paimon/rows_added": rows}
+                    "paimon/commit_users": dg.MetadataValue.json(sorted(users))}
+        if records is not None:
+            metadata["paimon/delta_records"] = records
         if info.get("rolled_back"):
             metadata["paimon/rolled_back"] = True
             context.log.warning(f"{table} was rolled back past the cursor; reporting from snapshot {first}")
@@ -83,12 +84,13 @@ def _dump(cursor, previous: str | None) -> str | None:
     return json.dumps(cursor) if cursor else previous
 
 
-def _attribute(table, first: int | None, latest: int) -> tuple[set[str], dict[str, int], int]:
-    """Commit users, kind counts and rows added by the (newest ``MAX_ATTRIBUTED``) snapshots of the
-    range; snapshots expired meanwhile are left out."""
+def _attribute(table, first: int | None, latest: int) -> tuple[set[str], dict[str, int], int | None]:
+    """Commit users, kind counts and the net change in records (Paimon's ``deltaRecordCount``,
+    None if a committer did not record it) of the (newest ``MAX_ATTRIBUTED``) snapshots of the
+    range, read from the snapshot files alone; snapshots expired meanwhile are left out."""
     users: set[str] = set()
     kinds: dict[str, int] = {}
-    rows = 0
+    records: int | None = 0
     start = max(first or latest, latest - MAX_ATTRIBUTED + 1)
     for snapshot_id in range(start, latest + 1):
         try:
@@ -99,8 +101,9 @@ def _attribute(table, first: int | None, latest: int) -> tuple[set[str], dict[st
         kinds[kind] = kinds.get(kind, 0) + 1
         if kind in DATA_KINDS:
             users.add(snapshot.commit_user)
-            rows += table.delta_stats(snapshot_id).added_rows
-    return users, kinds, rows
+            delta = snapshot.delta_record_count
+            records = None if records is None or delta is None else records + delta
+    return users, kinds, records
 
 
 __all__ = ["DAGSTER_COMMIT_PREFIX", "paimon_commit_observer"]

@@ -123,23 +123,19 @@ class DagsterDeployment:
         """A ``SensorSelector``/``ScheduleSelector`` of the example location (``kind``: sensor, schedule)."""
         return {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY, f"{kind}Name": name}
 
-    def start_sensor(self, name: str) -> None:
-        data = self.graphql("""mutation($s: SensorSelector!) { startSensor(sensorSelector: $s) {
-            __typename ... on Sensor { sensorState { status } } ... on PythonError { message } } }""",
-                            s=self.selector("sensor", name))
-        assert data["startSensor"].get("sensorState", {}).get("status") == "RUNNING", data
+    def turn_on(self, kind: str, name: str) -> None:
+        """Start a sensor or a schedule (``kind``) as the UI's toggle does."""
+        mutation, result = {"sensor": ("startSensor", "Sensor { state: sensorState { status } }"),
+                            "schedule": ("startSchedule", "ScheduleStateResult { state: scheduleState { status } }")}[kind]
+        data = self.graphql(f"""mutation($s: {kind.title()}Selector!) {{ {mutation}({kind}Selector: $s) {{
+            __typename ... on {result} ... on PythonError {{ message }} }} }}""", s=self.selector(kind, name))
+        assert data[mutation].get("state", {}).get("status") == "RUNNING", data
 
     def sensor_status(self, name: str) -> str:
         data = self.graphql("""query($s: SensorSelector!) { sensorOrError(sensorSelector: $s) {
             __typename ... on Sensor { sensorState { status } } } }""",
                             s=self.selector("sensor", name))
         return data["sensorOrError"]["sensorState"]["status"]
-
-    def start_schedule(self, name: str) -> None:
-        data = self.graphql("""mutation($s: ScheduleSelector!) { startSchedule(scheduleSelector: $s) {
-            __typename ... on ScheduleStateResult { scheduleState { status } } ... on PythonError { message } } }""",
-                            s=self.selector("schedule", name))
-        assert data["startSchedule"].get("scheduleState", {}).get("status") == "RUNNING", data
 
     def stop_schedule(self, name: str) -> None:
         data = self.graphql("""query($s: ScheduleSelector!) { scheduleOrError(scheduleSelector: $s) {
@@ -148,6 +144,25 @@ class DagsterDeployment:
         state = data["scheduleOrError"]["scheduleState"]
         self.graphql("""mutation($id: String!, $sid: String!) { stopRunningSchedule(id: $id, scheduleOriginId: $sid) {
             __typename } }""", id=state["id"], sid=state["selectorId"])
+
+    def launch(self, job: str, tags: Mapping[str, str]) -> str:
+        """Launch a run of ``job`` as the UI's launchpad does; its run id."""
+        data = self.graphql("""mutation($p: ExecutionParams!) { launchRun(executionParams: $p) {
+            __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }""",
+                            p={"selector": {"repositoryLocationName": LOCATION, "repositoryName": REPOSITORY,
+                                            "jobName": job},
+                               "executionMetadata": {"tags": [{"key": k, "value": v} for k, v in tags.items()]}})
+        assert data["launchRun"]["__typename"] == "LaunchRunSuccess", data
+        return data["launchRun"]["run"]["runId"]
+
+    def terminate(self, run_id: str) -> None:
+        data = self.graphql("""mutation($id: String!) { terminateRun(runId: $id) { __typename
+            ... on PythonError { message } } }""", id=run_id)
+        assert data["terminateRun"]["__typename"] == "TerminateRunSuccess", data
+
+    def run_status(self, run_id: str) -> str:
+        data = self.graphql("""query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }""", id=run_id)
+        return data["runOrError"]["status"]
 
     def runs(self, job: str) -> list[dict[str, Any]]:
         data = self.graphql("""query($job: String!) { runsOrError(filter: {pipelineName: $job}) {

@@ -15,11 +15,13 @@ everything checked through Dagster's GraphQL API, the asset page rendered by Chr
 import os
 import time
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from paimonflow.core import Catalog
-from tests.processes import wait_for
+from tests.processes import python_processes, wait_for
 
 from .deployment import DagsterDeployment
 
@@ -42,7 +44,9 @@ def deployed(tmp_path_factory):
                          options={"bucket": "1"})
     deployment = DagsterDeployment(env_extra={
         "PAIMONFLOW_WAREHOUSE": str(warehouse), "PAIMONFLOW_LANDING": str(landing),
-        "PAIMONFLOW_MAINTENANCE_CRON": "* * * * *"})
+        "PAIMONFLOW_MAINTENANCE_CRON": "* * * * *",
+        # every Spark job spark-submitted through Dagster Pipes, as on a cluster
+        "PAIMONFLOW_SPARK_SUBMIT": "1", "PAIMONFLOW_SPARK_MASTER": "local[1]"})
     deployment.start()
     deployment.warehouse, deployment.landing = warehouse, landing  # type: ignore[attr-defined]
     try:
@@ -58,7 +62,7 @@ def table(deployed, name):
 def test_an_external_commit_is_one_asset_event_and_the_eager_asset_follows(deployed):
     for sensor in ("paimon_commits_shop_customers", AUTOMATION):
         if deployed.sensor_status(sensor) != "RUNNING":
-            deployed.start_sensor(sensor)
+            deployed.turn_on("sensor", sensor)
     # let the observer take its first (empty) look and automation its first evaluation
     wait_for("the observer's first tick", lambda: _ticked(deployed, "paimon_commits_shop_customers"), timeout=120,
              every=3, log=deployed.logs)
@@ -73,9 +77,9 @@ def test_an_external_commit_is_one_asset_event_and_the_eager_asset_follows(deplo
                        lambda: deployed.materializations(["analytics", "customer_count"]), timeout=420, every=3,
                        log=deployed.logs)
     run_id = counted[0]["runId"]
-    status = deployed.graphql("""query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }""",
-                              id=run_id)["runOrError"]["status"]
-    assert status == "SUCCESS"
+    wait_for("the run to end", lambda: deployed.run_status(run_id) in ("SUCCESS", "FAILURE", "CANCELED"),
+             timeout=180, every=1, log=deployed.logs)
+    assert deployed.run_status(run_id) == "SUCCESS"
     rows = table(deployed, "analytics.customer_count").read().to_pylist()
     assert sorted((r["country"], r["customers"]) for r in rows) == [("de", 1), ("fr", 2)]
     meta = {m["label"] for m in counted[0]["metadataEntries"]}
@@ -94,7 +98,7 @@ def _ticked(deployed, sensor: str) -> bool:
 
 
 def test_a_commit_to_the_orders_makes_the_sensor_launch_a_read_of_its_range(deployed):
-    deployed.start_sensor("paimon_snapshots_shop_orders")
+    deployed.turn_on("sensor", "paimon_snapshots_shop_orders")
     orders = table(deployed, "shop.orders")
     orders.write(pa.table({"id": [1, 2], "dt": ["2026-11-21"] * 2, "amount": [1.0, 2.0]}, schema=ORDERS))
     [run] = deployed.wait_for_success("read_order_changes", timeout=480)
@@ -105,7 +109,7 @@ def test_a_commit_to_the_orders_makes_the_sensor_launch_a_read_of_its_range(depl
 
 
 def test_the_schedule_tick_runs_the_maintenance_job(deployed):
-    deployed.start_schedule("maintain_shop_orders_schedule")  # every minute in this deployment
+    deployed.turn_on("schedule", "maintain_shop_orders_schedule")  # every minute in this deployment
     try:
         [run] = deployed.wait_for_success("maintain_shop_orders", timeout=480)
     finally:
@@ -115,14 +119,39 @@ def test_the_schedule_tick_runs_the_maintenance_job(deployed):
     assert table(deployed, "shop.orders").tags.list(), "the maintenance job tagged the day"
 
 
+def test_terminating_a_run_stops_its_submitted_job_before_it_commits(deployed):
+    """A write of the orders (spark-submitted through Pipes by the run the daemon launched) is
+    terminated through GraphQL as from the UI: the run ends CANCELED, the job's driver stops, and
+    nothing is committed."""
+    hour, rows = "2026-11-21-05:00", 3_000_000  # long enough to be stopped mid-write on local[1]
+    folder = deployed.landing / hour
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": np.arange(rows), "dt": ["2026-11-21"] * rows, "amount": np.ones(rows)},
+                            schema=ORDERS), folder / "part.parquet")
+    before = table(deployed, "shop.orders").snapshot_manager.latest_id()
+    run_id = deployed.launch("write_orders", {"dagster/partition": hour})
+    wait_for("the submitted write's driver", lambda: python_processes("jobs/submit.py", str(folder)), timeout=300, every=0.5, log=deployed.logs)
+    time.sleep(3)
+    deployed.terminate(run_id)
+    wait_for("the run to end", lambda: deployed.run_status(run_id) in ("CANCELED", "FAILURE", "SUCCESS"),
+             timeout=180, every=1, log=deployed.logs)
+    assert deployed.run_status(run_id) == "CANCELED"
+    wait_for("the driver to stop", lambda: not python_processes("jobs/submit.py", str(folder)), timeout=60, every=0.5)
+    assert table(deployed, "shop.orders").snapshot_manager.latest_id() == before  # nothing committed
+
+
 def test_the_asset_page_shows_the_standard_metadata(deployed):
     from tests.chromium import render
 
     wait_for("a materialization to show", lambda: deployed.materializations(["analytics", "customer_count"]),
              timeout=60)
-    page = render(f"{deployed.base_url}/assets/analytics/customer_count", timeout=120, until="customers")
+    page = render(f"{deployed.base_url}/assets/analytics/customer_count", timeout=120, until="paimon/snapshot_id")
     assert page.status == 200
-    assert "analytics.customer_count" in page.dom and "country" in page.dom
+    text = page.text
+    # the column schema (names and Paimon types), the row count and the commit's metadata
+    for shown in ("country", "STRING", "customers", "BIGINT", "Row count", "paimon/commit_kind", "OVERWRITE",
+                  "paimon/files_written", "dagster/storage_kind", "paimon"):
+        assert shown in text, f"{shown!r} not on the asset page"
     if os.environ.get("PAIMONFLOW_SCREENSHOT_TO"):
         with open(os.environ["PAIMONFLOW_SCREENSHOT_TO"].replace(".png", "-dagster.png"), "wb") as out:
             out.write(page.png)

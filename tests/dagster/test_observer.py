@@ -52,7 +52,7 @@ def test_each_external_commit_range_is_exactly_one_materialization(setup):
     [event] = tick()
     assert event.asset_key == KEY and event.tags["dagster/data_version"] == "1"
     meta = {k: v.value for k, v in event.metadata.items()}
-    assert (meta["paimon/start_snapshot"], meta["paimon/end_snapshot"], meta["paimon/rows_added"]) == (0, 1, 2)
+    assert (meta["paimon/start_snapshot"], meta["paimon/end_snapshot"], meta["paimon/delta_records"]) == (0, 1, 2)
     assert meta["paimon/commit_kinds"] == {"APPEND": 1} and meta["dagster/table_name"] == "db.events"
     assert tick() == []  # seen: nothing again
     table.write(rows(3))

@@ -1,7 +1,8 @@
 """Terminating a run stops its submitted job: the run worker (a process running a piped write op,
 as ``dagster api execute_run`` does) gets SIGINT, Dagster Pipes forwards it to spark-submit, and the
-job's Python driver, orphaned by its JVM, stops too (jobs/cli.py watches its parent) before it
-commits anything."""
+job's Python driver, left without its JVM mid-write, stops before it commits anything (here its
+Spark work fails; a driver in a pure-Python phase stops by watching its parent, which
+tests/test_job_orphan_watch.py shows, with a negative control)."""
 
 from __future__ import annotations
 
@@ -19,17 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from paimonflow.core import Catalog
-from tests.processes import wait_for
+from tests.processes import python_processes, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 SCRIPT = Path(__file__).parent / "scripts" / "run_piped_write.py"
-
-
-def drivers(marker: str) -> list[str]:
-    """Python processes running the submitted job for ``marker`` (its warehouse path)."""
-    table = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
-    return [line for line in table.splitlines() if "jobs/submit.py" in line and marker in line
-            and "java" not in line]
 
 
 def test_terminating_the_run_stops_the_submitted_job_before_it_commits(tmp_path):
@@ -45,7 +39,7 @@ def test_terminating_the_run_stops_the_submitted_job_before_it_commits(tmp_path)
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                               start_new_session=True)
     try:
-        wait_for("the submitted job's driver", lambda: drivers(str(tmp_path)), timeout=180, every=0.2)
+        wait_for("the submitted job's driver", lambda: python_processes("jobs/submit.py", str(tmp_path)), timeout=180, every=0.2)
         time.sleep(3)
         worker.send_signal(signal.SIGINT)  # the run's termination
         out, _ = worker.communicate(timeout=180)
@@ -55,5 +49,5 @@ def test_terminating_the_run_stops_the_submitted_job_before_it_commits(tmp_path)
     report = json.loads(out.strip().splitlines()[-1])
     assert report["success"] is False
     assert "[pipes] execution interrupted, sending SIGINT to subprocess." in report["logs"]
-    wait_for("the driver to stop", lambda: not drivers(str(tmp_path)), timeout=60, every=0.5)
+    wait_for("the driver to stop", lambda: not python_processes("jobs/submit.py", str(tmp_path)), timeout=60, every=0.5)
     assert catalog.get_table("db.t").snapshot_manager.latest_id() is None  # nothing committed
