@@ -58,7 +58,7 @@ java-check:
 	@$(PYTHON) scripts/check_java.py
 
 demo: venv java-check
-	$(PY) -m paimonflow.dags_examples.demo
+	$(PY) -m paimonflow.dags_examples.demo $(DEMO_ARGS)
 
 test: venv pypaimon-venv java-peer chromium-check postgres-check lint
 	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) -m pytest

@@ -59,6 +59,10 @@ class DatabaseNotEmptyError(CatalogError):
     pass
 
 
+class WarehouseNotFoundError(CatalogError, LookupError):
+    """The warehouse a command names does not exist."""
+
+
 class TableNotFoundError(CatalogError, LookupError):
     pass
 
@@ -159,7 +163,7 @@ class OrphanCleanAbortedError(PaimonflowError):
 
 
 class SourceError(PaimonflowError):
-    """A job's input cannot be read: a missing path, an unknown Spark table, a query Spark refuses."""
+    """An input cannot be read: a missing or unreadable file, an unknown Spark table, a query Spark refuses."""
 
 
 class SparkUnavailableError(PaimonflowError):

@@ -2,13 +2,17 @@
 
 Creates ``./demo-warehouse`` (removed and recreated on every run), a primary-key table and an
 append table, writes, updates and deletes rows, reads them back, travels in time, and shows the
-system tables. Every step prints what it did and where the files are.
+system tables; then the same table from Spark, Airflow and Dagster. Every step prints what it
+shows and where the files are. Logs are quiet (errors only) unless ``--verbose``
+(``make demo DEMO_ARGS=--verbose``).
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import sys
+import warnings
 from pathlib import Path
 
 import pyarrow as pa
@@ -34,8 +38,33 @@ def step(text: str) -> None:
     console.rule(f"[bold]{text}")
 
 
-def main(warehouse: str = "demo-warehouse") -> int:
-    root = Path(warehouse).resolve()
+#: Spark's JVM logging for the demo: errors only (without it, Spark prints its log4j banner and warnings;
+#: PySpark's launcher classes at the root's level keep it from announcing a level of its own)
+QUIET_LOG4J = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+logger.submit.name = org.apache.spark.deploy.SparkSubmit
+logger.submit.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+VERBOSE = {"on": False}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make demo", description=__doc__.split("\n")[0])
+    parser.add_argument("warehouse", nargs="?", default="demo-warehouse")
+    parser.add_argument("--verbose", action="store_true", help="Spark's, Airflow's and Dagster's own logs too")
+    args = parser.parse_args(argv)
+    VERBOSE["on"] = args.verbose
+    if not args.verbose:  # the libraries' deprecation and preview notices are not the tour
+        warnings.filterwarnings("ignore")
+    root = Path(args.warehouse).resolve()
     if root.exists():
         shutil.rmtree(root)
     step(f"1. A warehouse at {root}")
@@ -144,6 +173,8 @@ def main(warehouse: str = "demo-warehouse") -> int:
         dagster_demo(root)
 
     step("Done")
+    if not VERBOSE["on"]:
+        console.print("[dim](logs were quiet: make demo DEMO_ARGS=--verbose shows Spark's, Airflow's and Dagster's)[/dim]")
     console.print(f"Look at the files under {root}; try:\n"
                   f"  .venv/bin/paimonflow describe shop.orders -w {root}\n"
                   f"  .venv/bin/paimonflow snapshots shop.orders -w {root}\n"
@@ -162,8 +193,12 @@ def spark_demo(root: Path) -> bool:
     if not detect_java().usable:
         console.print("[yellow]no Java 17+: skipping the Spark step (make java-check says how to get it)[/yellow]")
         return False
-    spark = spark_session(app_name="paimonflow-demo")
-    spark.sparkContext.setLogLevel("ERROR")
+    conf = {}
+    if not VERBOSE["on"]:
+        (root / "log4j2.properties").write_text(QUIET_LOG4J)
+        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{root / 'log4j2.properties'}"
+    console.print("[dim]starting Spark (a JVM, about 10 s)…[/dim]")
+    spark = spark_session(app_name="paimonflow-demo", conf=conf)
     location = TableLocation(str(root), "shop.orders")
     rows = spark.range(100, 5100).selectExpr("id", "'2026-11-22' as dt", "concat('c', id % 97) as customer",
                                              "cast(id % 1000 as double) / 10 as amount")
@@ -200,7 +235,7 @@ def airflow_demo(root: Path) -> None:
     os.environ.update({"AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
                        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
-                       "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+                       "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO" if VERBOSE["on"] else "ERROR",
                        "AIRFLOW_CONN_PAIMON_DEFAULT": json.dumps({"conn_type": "paimon", "host": str(root)}),
                        "AIRFLOW_VAR_PAIMONFLOW_LANDING": str(landing)})
     home.mkdir()
@@ -237,12 +272,20 @@ def dagster_demo(root: Path) -> None:
     from paimonflow.dags_examples import dagster_definitions as example
     from paimonflow.operators.dagster import PaimonResource
 
-    result = example.defs.resolve_job_def("write_orders").execute_in_process(partition_key=hour)
+    level = "DEBUG" if VERBOSE["on"] else "ERROR"  # Dagster logs every event of the run at DEBUG
+    result = example.defs.resolve_job_def("write_orders").execute_in_process(
+        partition_key=hour, run_config={"loggers": {"console": {"config": {"log_level": level}}}})
     metadata = result.asset_materializations_for_node("paimon__shop__orders")[0].metadata
     console.print(f"materialized paimon/shop/orders[{hour}]: snapshot {metadata['snapshot_id'].value}, "
                   f"{metadata['rows_written'].value} rows")
+    console.print("the table's health checks ran after it (what they report is what Dagster's UI shows):")
     for check in result.get_asset_check_evaluations():
-        console.print(f"  check {check.check_name}: {'passed' if check.passed else 'FAILED'}")
+        found = {k: v.value for k, v in check.metadata.items()}
+        console.print(f"  check {check.check_name}: {'passed' if check.passed else '[yellow]FAILED[/yellow]'} {found}")
+        if check.check_name == "small_files" and not check.passed:
+            console.print("    [yellow]as expected here:[/yellow] every hourly write and the steps above added "
+                          "small files; this check is how you learn it is time to compact (the nightly "
+                          "maintenance job, or `paimonflow compact`), and it passes again afterwards")
     tick = example.orders_sensor.evaluate_tick(dg.build_sensor_context(
         cursor=None, resources={"paimon": PaimonResource(warehouse=str(root))}))
     if not tick.run_requests:
@@ -254,4 +297,4 @@ def dagster_demo(root: Path) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:]))
+    sys.exit(main())

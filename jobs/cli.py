@@ -23,6 +23,7 @@ from typing import Annotated, Any, overload
 
 import typer
 
+from paimonflow.core.cli.contract import BUG, USER_ERROR, ContractGroup, one_line, pairs, user_error
 from paimonflow.core.errors import InvalidArgumentError, PaimonflowError
 from paimonflow.core.options.parse import parse_duration_millis
 
@@ -30,7 +31,15 @@ from .location import TableLocation, storage_options_from_env
 from .result import JobResult
 from .spark_errors import typed_errors
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+
+class JobsCli(ContractGroup):
+    """Usage errors and bugs outside a job's run as one JSON line too (``core/cli/contract.py``)."""
+
+    global_flags = ("--debug",)
+    always_json = True
+
+
+app = typer.Typer(cls=JobsCli, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="paimonflow Spark jobs (each prints one JSON result line).")
 
 Warehouse = Annotated[str, typer.Option("--warehouse", "-w", envvar="PAIMONFLOW_WAREHOUSE")]
@@ -44,23 +53,21 @@ Partition = Annotated[list[str] | None, typer.Option("--partition", help="k=v[,k
 
 
 _RESULT_FILE: dict[str, str | None] = {"path": None}
+_DEBUG = {"on": False}
 
 
 @app.callback()
 def _options(result_file: Annotated[str | None, typer.Option(
-        help="Also write the JSON result to this file or storage URI (for callers that cannot read stdout)")] = None) -> None:
-    """paimonflow Spark jobs (each prints one JSON result line)."""
+        help="Also write the JSON result to this file or storage URI (for callers that cannot read stdout)")] = None,
+             debug: Annotated[bool, typer.Option("--debug", help="Show the traceback of an unexpected error")]
+             = False) -> None:
+    """paimonflow Spark jobs (each prints one JSON result line; errors one JSON line on stderr, exit 2)."""
     _RESULT_FILE["path"] = result_file
+    _DEBUG["on"] = debug
 
 
-def _pairs(items: list[str] | None) -> dict[str, str]:
-    out = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"{item!r} must be key=value")
-        out[key] = value
-    return out
+def _pairs(items: list[str] | None, option: str) -> dict[str, str]:
+    return pairs(items, option)
 
 
 def job(name: str):
@@ -104,11 +111,21 @@ def _run_job(name: str, fn, args, kwargs, pipes) -> int:
             _RUNNING.update(job=name, stack=running)
             result = with_master(fn(*args, **kwargs))
     except PaimonflowError as exc:
-        _fail(name, type(exc).__name__, str(exc), pipes)
-        return 2
+        _fail(name, type(exc).__name__, one_line(str(exc)), pipes)
+        return USER_ERROR
     except KeyboardInterrupt:  # SIGINT or SIGTERM: its Spark work was interrupted on the way out
         _fail(name, "JobInterrupted", "interrupted; the job's Spark work was cancelled", pipes)
         return 130
+    except Exception as exc:
+        found = user_error(exc)  # a missing file, a permission
+        if found is not None:
+            _fail(name, *found, pipes)
+            return USER_ERROR
+        if _DEBUG["on"]:
+            raise
+        _fail(name, "InternalError", f"{type(exc).__name__}: {one_line(str(exc))} — this is a bug in paimonflow; "
+              "rerun with --debug for the traceback and report it", pipes)
+        return BUG
     text = result.to_json()
     print(text)
     if pipes is not None:
@@ -183,7 +200,7 @@ def _spark(master: str | None, conf: list[str] | None):
     """The job's session; the Spark work the job starts carries its job tag, interrupted if the job is."""
     from .session import cancellable, spark_session
 
-    spark = spark_session(master=master, conf=_pairs(conf))
+    spark = spark_session(master=master, conf=_pairs(conf, "--conf"))
     if _RUNNING["stack"] is not None:
         _RUNNING["stack"].enter_context(cancellable(spark, _RUNNING["job"] or "job"))
     return spark
@@ -191,7 +208,7 @@ def _spark(master: str | None, conf: list[str] | None):
 
 def _location(warehouse: str, table: str, storage: list[str] | None) -> TableLocation:
     """``--storage-option`` pairs over those of ``PAIMONFLOW_STORAGE_OPTIONS`` (how callers pass secrets)."""
-    return TableLocation(warehouse, table, {**storage_options_from_env(), **_pairs(storage)})
+    return TableLocation(warehouse, table, {**storage_options_from_env(), **_pairs(storage, "--storage-option")})
 
 
 @overload

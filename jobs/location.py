@@ -12,28 +12,11 @@ from dataclasses import dataclass, field
 
 from paimonflow.core import Catalog
 
-# Storage options (credentials included) handed to a spark-submit'ed job as one JSON object in this
-# environment variable, never as ``--storage-option`` on argv (reliability S9).
-STORAGE_OPTIONS_ENV = "PAIMONFLOW_STORAGE_OPTIONS"
+# Storage options (credentials included) reach a spark-submit'ed job as one JSON object in
+# PAIMONFLOW_STORAGE_OPTIONS, never as ``--storage-option`` on argv (reliability S9).
+from paimonflow.core.fs import STORAGE_OPTIONS_ENV, storage_options_from_env
 
-
-def storage_options_from_env() -> dict[str, str]:
-    """The storage options passed through ``PAIMONFLOW_STORAGE_OPTIONS`` (empty if unset)."""
-    import json
-    import os
-
-    from paimonflow.core.errors import InvalidArgumentError
-
-    text = os.environ.get(STORAGE_OPTIONS_ENV)
-    if not text:
-        return {}
-    try:
-        options = json.loads(text)
-    except ValueError:
-        options = None
-    if not isinstance(options, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in options.items()):
-        raise InvalidArgumentError(f"{STORAGE_OPTIONS_ENV} must be a JSON object of strings")  # value not echoed
-    return options
+__all__ = ["STORAGE_OPTIONS_ENV", "TableLocation", "storage_options_from_env"]
 
 
 @dataclass(frozen=True, slots=True)

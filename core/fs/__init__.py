@@ -25,7 +25,12 @@ __all__ = [
     "get_file_io",
     "join",
     "scheme_of",
+    "storage_options_from_env",
 ]
+
+#: storage options (credentials included) as one JSON object of strings, for processes that must
+#: not take them on argv (a spark-submitted job, a CLI in a scheduler's task)
+STORAGE_OPTIONS_ENV = "PAIMONFLOW_STORAGE_OPTIONS"
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):/")
 
@@ -49,3 +54,22 @@ def get_file_io(uri: str, options: Mapping[str, str] | None = None) -> FileIO:
         return S3FileIO.from_options(options or {})
     raise UnsupportedError(
         f"no storage backend for scheme {scheme!r} in {uri!r} (supported: local paths, file://, s3://, s3a://)")
+
+
+def storage_options_from_env() -> dict[str, str]:
+    """The storage options in ``PAIMONFLOW_STORAGE_OPTIONS`` (empty if unset); a value that is not
+    a JSON object of strings is an :class:`InvalidStorageOptionError` that does not echo it."""
+    import json
+    import os
+
+    text = os.environ.get(STORAGE_OPTIONS_ENV)
+    if not text:
+        return {}
+    try:
+        options = json.loads(text)
+    except ValueError:
+        options = None
+    if not isinstance(options, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in options.items()):
+        raise InvalidStorageOptionError(f"{STORAGE_OPTIONS_ENV} must be a JSON object of strings, e.g. "
+                                        '{"s3.endpoint": "http://127.0.0.1:9000"}')
+    return options

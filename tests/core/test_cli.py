@@ -70,7 +70,7 @@ def test_maintenance_verbs(tmp_path):
     assert invoke("create-tag", "db.t", "-w", wh, "t1", "--snapshot", "2").exit_code == 0
     assert "t1" in invoke("tags", "db.t", "-w", wh).output
     readable = invoke("expire-snapshots", "db.t", "-w", wh, "--retain-min", "2", "--older-than", "0 ms", "--dry-run")
-    assert "snapshot ids" in readable.output and "1, 2, 3" in readable.output  # a table, not JSON
+    assert "snapshot_ids\t1,2,3\n" in readable.output  # key<TAB>value lines when not on a terminal
     plan = json.loads(invoke("--json", "expire-snapshots", "db.t", "-w", wh, "--retain-min", "2", "--older-than", "0 ms",
                              "--dry-run").output)
     assert plan["dry_run"] and plan["snapshot_ids"] == [1, 2, 3]
@@ -136,7 +136,48 @@ def test_expire_changelogs_verb(tmp_path):
     plan = json.loads(invoke("--json", "expire-changelogs", "db.t", "-w", wh, "--retain-min", "1", "--older-than",
                              "0 ms", "--dry-run").output)
     assert plan["dry_run"] and plan["changelog_ids"] == [1, 2, 3]
-    assert "changelog expiry" in invoke("expire-changelogs", "db.t", "-w", wh, "--retain-min", "1",
-                                        "--older-than", "0 ms").output
+    assert "expired_changelogs\t" in invoke("expire-changelogs", "db.t", "-w", wh, "--retain-min", "1",
+                                             "--older-than", "0 ms").output
     assert json.loads(invoke("--json", "expire-changelogs", "db.t", "-w", wh, "--delete-all").output)[
         "expired_changelogs"] == 1
+
+
+def _on_a_terminal(*args: str) -> str:
+    """What ``paimonflow *args`` prints to a terminal (a pseudo-terminal as its stdout)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    leader, follower = pty.openpty()
+    try:
+        subprocess.run([str(Path(sys.executable).parent / "paimonflow"), *args], stdout=follower, check=True,
+                       timeout=120, env={**os.environ, "COLUMNS": "160", "TERM": "xterm"})
+    finally:
+        os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the terminal's other end is closed: all read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    return shown.decode()
+
+
+def test_tables_are_drawn_on_a_terminal_and_tab_separated_in_a_pipe(tmp_path):
+    wh = str(tmp_path / "wh")
+    catalog = Catalog(wh)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    long_value = "x" * 150  # wider than an 80-column default: whole in a pipe
+    t.write(pa.table({"id": [1, 2], "v": [long_value, None]}, schema=schema))
+    drawn = _on_a_terminal("read", "db.t", "-w", wh)
+    assert "┃" in drawn and "∅" in drawn  # a Rich table, null shown as ∅
+    piped = invoke("read", "db.t", "-w", wh).stdout.splitlines()
+    assert piped == ["id\tv", f"1\t{long_value}", "2\t"]

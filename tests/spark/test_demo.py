@@ -28,3 +28,8 @@ def test_demo_runs_end_to_end(tmp_path):
     assert any(s.commit_kind.value == "COMPACT" and "maintenance_nightly" in s.commit_user
                for s in orders.snapshot_manager.snapshots())  # the nightly compaction
     assert "2026-11-23" in orders.tags.list()
+    # quiet by default: no library's debug lines, warnings or log banners; the failing check is explained
+    output = proc.stdout + proc.stderr
+    for noise in (" DEBUG ", "[warning", "WARN ", "log4j", "Setting default log level"):
+        assert noise not in output, f"{noise!r} in the demo's output"
+    assert "check small_files: FAILED" not in proc.stdout or "as expected here" in proc.stdout

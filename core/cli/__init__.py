@@ -1,0 +1,8 @@
+"""``paimonflow``: create, describe, write and read Paimon tables from a shell (``verbs.py``),
+with one error contract (``contract.py``) and one way of printing (``output.py``)."""
+
+from __future__ import annotations
+
+from .verbs import app, main
+
+__all__ = ["app", "main"]

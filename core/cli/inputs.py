@@ -1,0 +1,51 @@
+"""Files ``paimonflow write`` reads: Parquet, ORC, CSV (with a header line) and JSON (one object
+per line), known by their suffix. A file that is missing, of an unknown kind or unreadable is one
+:class:`~paimonflow.core.errors.SourceError` naming it; text formats are parsed with the table's
+column types, so a value that does not parse is refused with its column and line, never guessed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..errors import SourceError
+from .contract import one_line
+
+KINDS = {".parquet": "Parquet", ".parq": "Parquet", ".orc": "ORC", ".csv": "CSV", ".json": "JSON",
+         ".jsonl": "JSON", ".ndjson": "JSON"}
+
+
+def read_input(path: Path, schema: pa.Schema) -> pa.Table:
+    """The rows of ``path``; text formats parsed with ``schema``'s types (the table's)."""
+    if not path.exists():
+        raise SourceError(f"{path}: no such file")
+    if path.is_dir():
+        raise SourceError(f"{path}: is a directory; give the files in it")
+    kind = KINDS.get(path.suffix.lower())
+    if kind is None:
+        raise SourceError(f"{path}: unknown file kind {path.suffix or '(no suffix)'!r}; write reads "
+                          f"{', '.join(sorted(KINDS))} files")
+    try:
+        return _read(path, kind, schema)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise SourceError(f"{path}: not a readable {kind} file: {one_line(str(exc))}") from None
+
+
+def _read(path: Path, kind: str, schema: pa.Schema) -> pa.Table:
+    if kind == "Parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path)
+    if kind == "ORC":
+        import pyarrow.orc as orc
+
+        return orc.read_table(path)
+    if kind == "CSV":
+        import pyarrow.csv as csv
+
+        return csv.read_csv(path, convert_options=csv.ConvertOptions(column_types=schema))
+    import pyarrow.json as pj
+
+    return pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=schema,
+                                                             unexpected_field_behavior="error"))
