@@ -6,7 +6,7 @@ PYPAIMON_VENV := .venv-pypaimon
 STAMP := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 PYPAIMON_STAMP := $(PYPAIMON_VENV)/.installed-2.1.0
 
-.PHONY: demo test test-fast lint bench java-check chromium-check postgres-check clean venv pypaimon-venv java-peer reliability-long differential-long
+.PHONY: demo test test-fast lint dist bench java-check chromium-check postgres-check clean venv pypaimon-venv java-peer reliability-long differential-long
 
 venv: $(STAMP)
 $(STAMP): setup.cfg pyproject.toml
@@ -80,6 +80,16 @@ lint: venv
 	cd $(TYPECHECK) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml \
 	  $(addprefix -p paimonflow.,$(PACKAGES))
 
+# The package as a source distribution and a wheel in dist/ (`python -m build`: the sdist first, then
+# the wheel from the unpacked sdist, so a file the sdist lacks is missing from the wheel too), built by
+# the venv's own setuptools without build isolation: nothing is downloaded. The sdist step leaves
+# paimonflow.egg-info in this folder, where `python -m pytest` would find it before the venv's own
+# metadata: it goes. tests/test_dist.py installs both into a fresh venv and runs the installed CLI.
+dist: venv
+	rm -rf dist
+	$(PY) -m build --no-isolation --outdir dist .
+	rm -rf paimonflow.egg-info
+
 # pypaimon-rust (pypaimon's optional native accelerator, a benchmark side only) goes into pypaimon's venv.
 PYPAIMON_RUST_STAMP := $(PYPAIMON_VENV)/.installed-pypaimon-rust-0.4.0
 $(PYPAIMON_RUST_STAMP): $(PYPAIMON_STAMP)
@@ -91,7 +101,7 @@ bench: venv pypaimon-venv $(PYPAIMON_RUST_STAMP)
 	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) bench/foundation.py --reps 5
 
 clean:
-	rm -rf $(VENV) $(PYPAIMON_VENV) build *.egg-info demo-warehouse
+	rm -rf $(VENV) $(PYPAIMON_VENV) build dist *.egg-info demo-warehouse
 
 # The reliability programme's long tier (docs/reliability.md): every harness scaled up, with
 # results in build/reliability/results-long.json. `make test` runs the same harnesses at fast scale.

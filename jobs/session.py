@@ -53,7 +53,8 @@ def spark_session(*, master: str | None = None, app_name: str = "paimonflow",
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise SparkUnavailableError("PySpark is not installed: pip install 'paimonflow[spark]'") from None
+        raise SparkUnavailableError("PySpark is not installed: install paimonflow with its 'spark' extra "
+                                    "(pip install '.[spark]' in a clone of the repository)") from None
     remote = remote_url(master)
     active = SparkSession.getActiveSession()
     if active is None and remote is not None:

@@ -2,7 +2,8 @@
 and the one builder of that command, :func:`submit_command`.
 
 ``python -c "import paimonflow.jobs.submit as s; print(s.__file__)"`` prints its path once
-paimonflow is installed; on a cluster ship the wheel with ``--py-files`` (see docs/spark.md).
+paimonflow is installed; on a cluster, ship an environment packed with the wheel, or install the
+wheel on every node (``--py-files`` carries no dependencies: see docs/spark.md, "On a cluster").
 
 Both integrations submit through :func:`submit_command`: the Airflow operators hand its
 application and arguments to the Airflow Spark provider's ``SparkSubmitHook`` (which adds the

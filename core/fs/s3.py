@@ -110,7 +110,8 @@ def _shared_session() -> Any:
             try:
                 import botocore.session
             except ImportError as exc:  # pragma: no cover - the s3 extra is installed in tests
-                raise UnsupportedError("S3 storage needs boto3: pip install 'paimonflow[s3]'") from exc
+                raise UnsupportedError("S3 storage needs boto3: install paimonflow with its 's3' extra "
+                                      "(pip install '.[s3]' in a clone of the repository)") from exc
             _SESSION = botocore.session.get_session()
         return _SESSION
 

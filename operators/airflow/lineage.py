@@ -6,7 +6,7 @@ The table is a dataset in the namespace of its warehouse URI (``file:///data/lak
 the file format) and its version (the snapshot the job committed or read). A committing job adds
 output statistics (rows, files, bytes its snapshot added, read from the snapshot's delta); a write names its source (files, a Spark
 table, or its SQL as a job facet); an incremental read names the files it wrote. Only imported
-when the OpenLineage provider is installed (``pip install 'paimonflow[lineage]'``)."""
+when the OpenLineage provider is installed (paimonflow's ``lineage`` extra)."""
 
 from __future__ import annotations
 
