@@ -23,7 +23,15 @@ from typing import Annotated, Any, overload
 
 import typer
 
-from paimonflow.core.cli.contract import BUG, USER_ERROR, ContractGroup, one_line, pairs, user_error
+from paimonflow.core.cli.contract import (
+    BUG,
+    USER_ERROR,
+    ContractGroup,
+    duration_millis,
+    one_line,
+    pairs,
+    user_error,
+)
 from paimonflow.core.errors import InvalidArgumentError, PaimonflowError
 from paimonflow.core.options.parse import parse_duration_millis
 
@@ -212,22 +220,6 @@ def _location(warehouse: str, table: str, storage: list[str] | None) -> TableLoc
 
 
 @overload
-def _millis(text: str, option: str = ...) -> int: ...
-@overload
-def _millis(text: str | None, option: str = ...) -> int | None: ...
-
-
-def _millis(text: str | None, option: str = "--expiration") -> int | None:
-    """A duration option (``'1 h'``, ``'7 d'``, a bare number of milliseconds); None if not given."""
-    if not text:
-        return None
-    try:
-        return parse_duration_millis(text)
-    except ValueError as exc:
-        raise InvalidArgumentError(f"{option} {text!r}: {exc}") from None
-
-
-@overload
 def _age_millis(text: str, option: str = ...) -> int: ...
 @overload
 def _age_millis(text: str | None, option: str = ...) -> int | None: ...
@@ -325,7 +317,7 @@ def expire_partitions_(warehouse: Warehouse, table: TableName,
     from .maintenance import expire_partitions
 
     return expire_partitions(_spark(master, conf), _location(warehouse, table, storage_option),
-                             expiration_millis=_millis(expiration), dry_run=dry_run, commit_user=commit_user)
+                             expiration_millis=duration_millis(expiration, "--expiration"), dry_run=dry_run, commit_user=commit_user)
 
 
 @job("analyze")
@@ -487,7 +479,7 @@ def remove_orphan_files_(warehouse: Warehouse, table: TableName,
 
     return remove_orphan_files(_spark(master, conf), _location(warehouse, table, storage_option),
                                older_than_millis=_age_millis(older_than),
-                               min_older_than_millis=_millis(min_older_than, "--min-older-than"), dry_run=dry_run)
+                               min_older_than_millis=duration_millis(min_older_than, "--min-older-than"), dry_run=dry_run)
 
 
 @job("read-changes")

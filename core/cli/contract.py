@@ -17,7 +17,7 @@ import importlib
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import typer
 from typer.core import TyperGroup
@@ -86,6 +86,25 @@ def pairs(items: list[str] | None, what: str) -> dict[str, str]:
             raise InvalidArgumentError(f"{what} {item!r} must be key=value")
         found[key.strip()] = value
     return found
+
+
+@overload
+def duration_millis(text: str, option: str) -> int: ...
+@overload
+def duration_millis(text: str | None, option: str) -> int | None: ...
+
+
+def duration_millis(text: str | None, option: str) -> int | None:
+    """A duration option (``'1 h'``, ``'7 d'``, a bare number of milliseconds) in milliseconds;
+    None if not given; anything else one :class:`InvalidArgumentError` naming ``option``."""
+    from ..options.parse import parse_duration_millis
+
+    if not text:
+        return None
+    try:
+        return parse_duration_millis(text)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"{option} {text!r}: {exc}") from None
 
 
 def one_line(text: str) -> str:

@@ -10,7 +10,7 @@ import typer
 
 from ..catalog import Catalog
 from ..errors import InvalidArgumentError, SnapshotNotFoundError, WarehouseNotFoundError
-from .contract import ContractGroup, pairs
+from .contract import ContractGroup, duration_millis, pairs
 from .output import Output
 
 
@@ -78,18 +78,6 @@ def _parse_type(text: str) -> pa.DataType:
     from ..meta.schema import to_arrow_type_from_text
 
     return to_arrow_type_from_text(text)
-
-
-def _duration(text: str | None, option: str) -> int | None:
-    """A duration option (``'1 h'``, ``'7 d'``) in milliseconds; None if not given."""
-    from ..options.parse import parse_duration_millis
-
-    if not text:
-        return None
-    try:
-        return parse_duration_millis(text)
-    except ValueError as exc:
-        raise InvalidArgumentError(f"{option} {text!r}: {exc}") from None
 
 
 @command("create-database")
@@ -267,7 +255,7 @@ def expire_snapshots_(identifier: Identifier, warehouse: Warehouse,
     from rich.progress import Progress
 
     table = _catalog(warehouse).get_table(identifier)
-    older = _duration(older_than, "--older-than")
+    older = duration_millis(older_than, "--older-than")
     with Progress(console=Console(stderr=True), transient=True, disable=out.json) as bar:
         task = bar.add_task("deleting files", total=None)
         result = table.expire_snapshots(
@@ -284,7 +272,7 @@ def expire_changelogs_(identifier: Identifier, warehouse: Warehouse,
                        dry_run: bool = False) -> None:
     """Expire long-lived changelogs by the table's changelog.* options (overridable)."""
     table = _catalog(warehouse).get_table(identifier)
-    older = _duration(older_than, "--older-than")
+    older = duration_millis(older_than, "--older-than")
     with _busy(f"expiring changelogs of {identifier}"):
         result = table.expire_changelogs(retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes,
                                          older_than_millis=older, delete_all=delete_all, dry_run=dry_run)
@@ -329,7 +317,7 @@ def expire_tags(identifier: Identifier, warehouse: Warehouse, older_than: Annota
         help="Also tags without a TTL older than this, e.g. '30 d'")] = None, dry_run: bool = False) -> None:
     """Delete tags whose time-to-live ran out."""
     table = _catalog(warehouse).get_table(identifier)
-    names = table.tags.expire(older_than_millis=_duration(older_than, "--older-than"), dry_run=dry_run)
+    names = table.tags.expire(older_than_millis=duration_millis(older_than, "--older-than"), dry_run=dry_run)
     out.result({"expired": names, "dry_run": dry_run})
 
 
@@ -412,7 +400,7 @@ def remove_orphan_files_(identifier: Identifier, warehouse: Warehouse,
                          dry_run: bool = False) -> None:
     """Delete files no snapshot or tag references (dry run first!)."""
     table = _catalog(warehouse).get_table(identifier)
-    older, minimum = _duration(older_than, "--older-than"), _duration(min_older_than, "--min-older-than")
+    older, minimum = duration_millis(older_than, "--older-than"), duration_millis(min_older_than, "--min-older-than")
     if older is None or minimum is None:
         raise InvalidArgumentError("--older-than and --min-older-than must not be empty")
     with _busy("collecting referenced files and listing the table"):
@@ -428,7 +416,7 @@ def expire_partitions_(identifier: Identifier, warehouse: Warehouse,
                        dry_run: bool = False) -> None:
     """Drop partitions older than the expiration time (by their values, or update time)."""
     table = _catalog(warehouse).get_table(identifier)
-    result = table.expire_partitions(expiration_millis=_duration(expiration, "--expiration"), dry_run=dry_run)
+    result = table.expire_partitions(expiration_millis=duration_millis(expiration, "--expiration"), dry_run=dry_run)
     out.result(result.to_dict())
 
 
