@@ -7,6 +7,13 @@
 
     >>> from paimonflow.core.predicate import col
     >>> p = (col("dt") == "2026-11-21") & (col("amount") > 10)
+
+Reads, scans and overwrites first bind a predicate to the table's columns
+(:func:`paimonflow.core.data.conversion.bind_predicate`): each compared value becomes an exact
+value of its column's type (``10`` on a DOUBLE column is ``10.0``), or the predicate is refused
+with a :class:`~paimonflow.core.errors.SchemaError` naming the column, its type and the value's
+(``"abc"`` on an INT column, ``3_000_000_000`` on an INT column, ``"2026-11-21"`` on a DATE
+column).
 """
 
 from __future__ import annotations
@@ -28,6 +35,10 @@ class ColumnStats:
     max: Any = None
     null_count: int | None = None
     row_count: int | None = None
+
+
+ValueBinder = Callable[[str, tuple[Any, ...], pa.DataType | None], tuple[tuple[Any, ...], pa.DataType | None]]
+"""``(column, values, their bound type or None) -> (values, type)``: what :meth:`Predicate.bind_values` calls."""
 
 
 class Predicate(ABC):
@@ -58,6 +69,11 @@ class Predicate(ABC):
     def only_on(self, names: set[str]) -> Predicate | None:
         """The part of this predicate that mentions only ``names`` and is implied by it (for pruning)."""
 
+    def bind_values(self, bind: ValueBinder) -> Predicate:
+        """This predicate with the values it compares replaced by ``bind``'s (see
+        :func:`paimonflow.core.data.conversion.bind_predicate`); predicates without values are kept."""
+        return self
+
 
 _OPS: dict[str, Callable[[Any, Any], Any]] = {
     "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
@@ -80,11 +96,19 @@ class _Leaf(Predicate):
 
 @dataclass(frozen=True, slots=True)
 class Compare(_Leaf):
+    """``field op value``; ``value_type`` is the column's Arrow type once bound (None: as given)."""
+
     op: str
     value: Any
+    value_type: pa.DataType | None = None
 
     def to_arrow(self) -> pc.Expression:
-        return _OPS[self.op](pc.field(self.field), pc.scalar(self.value))
+        value = self.value if self.value_type is None else pa.scalar(self.value, self.value_type)
+        return _OPS[self.op](pc.field(self.field), pc.scalar(value))
+
+    def bind_values(self, bind: ValueBinder) -> Predicate:
+        (value,), value_type = bind(self.field, (self.value,), self.value_type)
+        return Compare(self.field, self.op, value, value_type)
 
     def might_match(self, stats: Mapping[str, ColumnStats]) -> bool:
         s = stats.get(self.field)
@@ -113,13 +137,24 @@ class Compare(_Leaf):
 
 @dataclass(frozen=True, slots=True)
 class IsIn(_Leaf):
+    """``field IN values``; ``value_type`` as for :class:`Compare`."""
+
     values: tuple[Any, ...]
+    value_type: pa.DataType | None = None
 
     def to_arrow(self) -> pc.Expression:
-        return pc.field(self.field).isin(list(self.values))
+        if self.value_type is None:
+            return pc.field(self.field).isin(list(self.values))
+        return pc.field(self.field).isin(pa.array(list(self.values), self.value_type))
 
     def might_match(self, stats: Mapping[str, ColumnStats]) -> bool:
         return any(Compare(self.field, "==", v).might_match(stats) for v in self.values if v is not None)
+
+    def bind_values(self, bind: ValueBinder) -> Predicate:
+        if not self.values:
+            return self
+        values, value_type = bind(self.field, self.values, self.value_type)
+        return IsIn(self.field, tuple(values), value_type)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +197,9 @@ class And(Predicate):
     def might_match(self, stats: Mapping[str, ColumnStats]) -> bool:
         return all(c.might_match(stats) for c in self.children)
 
+    def bind_values(self, bind: ValueBinder) -> Predicate:
+        return And(tuple(c.bind_values(bind) for c in self.children))
+
     def only_on(self, names: set[str]) -> Predicate | None:
         kept = [p for p in (c.only_on(names) for c in self.children) if p is not None]
         return None if not kept else kept[0] if len(kept) == 1 else And(tuple(kept))
@@ -183,6 +221,9 @@ class Or(Predicate):
     def might_match(self, stats: Mapping[str, ColumnStats]) -> bool:
         return any(c.might_match(stats) for c in self.children)
 
+    def bind_values(self, bind: ValueBinder) -> Predicate:
+        return Or(tuple(c.bind_values(bind) for c in self.children))
+
     def only_on(self, names: set[str]) -> Predicate | None:
         parts = [c.only_on(names) for c in self.children]
         return None if any(p is None for p in parts) else Or(tuple(p for p in parts if p is not None))
@@ -200,6 +241,9 @@ class Not(Predicate):
 
     def might_match(self, stats: Mapping[str, ColumnStats]) -> bool:
         return True  # statistics cannot refute a negation in general
+
+    def bind_values(self, bind: ValueBinder) -> Predicate:
+        return Not(self.child.bind_values(bind))
 
     def only_on(self, names: set[str]) -> Predicate | None:
         return self if self.child.fields() <= names else None

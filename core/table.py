@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from .data.binary_row import deserialize_row, serialize_row
+from .data.conversion import bind_predicate, field_types
 from .errors import (
     BranchNotFoundError,
     CommitOutcomeUnknownError,
@@ -166,7 +167,14 @@ class Table:
 
     def write(self, data, *, overwrite: bool | Mapping[str, object] | Predicate = False, row_kinds=None,
               commit_user: str | None = None, commit_identifier: int | None = None) -> CommitResult:
-        """Write ``data`` (a pyarrow Table, RecordBatch or iterable of batches) as one commit.
+        """Write ``data`` as one commit: a pyarrow Table, RecordBatch or RecordBatchReader, an
+        iterable of batches, a pandas DataFrame (its index left out) or a polars DataFrame or
+        LazyFrame. Columns are matched by name; each is converted to the table's type only where
+        no value changes (integer widening, or narrowing when every value fits; decimal scale
+        up; timestamp precision up...: :mod:`paimonflow.core.data.conversion` has the table).
+        Anything else (numbers into strings, strings into numbers, a value that does not fit)
+        raises one :class:`~paimonflow.core.errors.SchemaError` naming every offending column
+        with its type and the table's, and nothing is written.
 
         ``overwrite=True`` replaces the partitions present in ``data`` (``dynamic-partition-overwrite``,
         the default) or the whole table; ``overwrite={"dt": "2026-11-21"}`` replaces that partition.
@@ -229,7 +237,7 @@ class Table:
 
                 raise SchemaError(f"an overwrite predicate may only name partition columns; {outside} are not "
                                   f"(partition keys are {list(self.partition_keys)})")
-            return OverwriteSpec(where=overwrite)
+            return OverwriteSpec(where=self.bind(overwrite))
         unknown = [k for k in overwrite if k not in self.partition_keys]
         if unknown:
             from .errors import SchemaError
@@ -405,8 +413,19 @@ class Table:
         travel with the snapshot's own schema.
         """
         snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
-        return self._plan_snapshot(snapshot, self.schema, self.options, filter=filter,
+        return self._plan_snapshot(snapshot, self.schema, self.options, filter=self.bind(filter),
                                    read_optimized=read_optimized, all_levels=all_levels)
+
+    def bind(self, predicate: Predicate | None, schema: TableSchema | None = None) -> Predicate | None:
+        """``predicate`` with its values converted exactly to the types of ``schema``'s columns
+        (default: this table's), as every read, scan and overwrite does; raises
+        :class:`~paimonflow.core.errors.SchemaError` naming the column, its type and the value's
+        for a value that does not convert (:func:`~paimonflow.core.data.conversion.bind_predicate`).
+        For engines that check a filter before they plan."""
+        if predicate is None:
+            return None
+        schema = schema or self.schema
+        return bind_predicate(predicate, schema.arrow_schema(), field_types(schema.fields))
 
     def _plan_snapshot(self, snapshot: Snapshot | None, schema: TableSchema, options: CoreOptions, *,
                        filter: Predicate | None, read_optimized: bool = False,
@@ -508,6 +527,7 @@ class Table:
         snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
         schema, options = self._time_travel(snapshot, travelling=_travels(snapshot_id, tag, timestamp))
         reader = self.split_reader(schema, options)
+        filter = self.bind(filter, schema)
         splits = self._plan_snapshot(snapshot, schema, options, filter=filter, read_optimized=read_optimized)
         return reader.read(splits, columns=columns, predicate=filter, merge=not read_optimized)
 
@@ -519,6 +539,7 @@ class Table:
         snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
         schema, options = self._time_travel(snapshot, travelling=_travels(snapshot_id, tag, timestamp))
         reader = self.split_reader(schema, options)
+        filter = self.bind(filter, schema)
         splits = self._plan_snapshot(snapshot, schema, options, filter=filter)
         return reader.read_batches(splits, columns=columns, predicate=filter)
 

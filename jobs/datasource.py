@@ -114,10 +114,10 @@ class PaimonflowDataSource(DataSource):
         return PaimonflowStreamReader(self.location, self.options, schema, parallelism=self.parallelism)
 
     def writer(self, schema, overwrite: bool):
-        return PaimonflowWriter(self.location, self.options, overwrite)
+        return PaimonflowWriter(self.location, self.options, overwrite, schema)
 
     def streamWriter(self, schema, overwrite: bool):
-        return PaimonflowStreamWriter(self.location, self.options, overwrite)
+        return PaimonflowStreamWriter(self.location, self.options, overwrite, schema)
 
 
 class PaimonflowPushdownDataSource(PaimonflowDataSource):
@@ -253,8 +253,17 @@ class PaimonflowPushdownReader(PaimonflowReader):
     """:class:`PaimonflowReader` taking Spark's filters to prune partitions and files."""
 
     def pushFilters(self, filters):
+        from paimonflow.core.data.conversion import bind_predicate, field_types
+        from paimonflow.core.errors import SchemaError
+
+        arrow, types = self.read_schema.arrow_schema(), field_types(self.read_schema.fields)
         for spark_filter in filters:
             predicate = to_predicate(spark_filter)
+            if predicate is not None:
+                try:
+                    predicate = bind_predicate(predicate, arrow, types)
+                except SchemaError:  # a value the column's type cannot hold exactly: not pruned by it
+                    predicate = None
             if predicate is not None:
                 self.predicate = predicate if self.predicate is None else self.predicate & predicate
             yield spark_filter  # pruning only: Spark still applies every filter to the rows
@@ -373,11 +382,17 @@ def _overwrite_spec(table, options: Mapping[str, str], overwrite: bool):
     return table.overwrite_spec(True)
 
 
-def _check_writable(table) -> None:
+def _check_writable(table, schema=None) -> None:
+    """Refuse a write before any task runs: dynamic-bucket tables, and (given the DataFrame's
+    ``schema``) columns of types the table does not take."""
     if table.primary_keys and table.options.bucket == -1:
         raise UnsupportedError(f"table {table.identifier!r} has dynamic buckets: one writer must own each "
                                "partition's key index, so write it with paimonflow.jobs.write (it shuffles by "
                                "partition), not with df.write.format('paimonflow')")
+    if schema is not None:
+        from .write import check_source_types
+
+        check_source_types(schema, table)
 
 
 def _task_write(location: TableLocation, options: Mapping[str, str], overwrite: bool,
@@ -430,9 +445,9 @@ def _commit(location: TableLocation, options: Mapping[str, str], overwrite: bool
 
 
 class PaimonflowWriter(DataSourceArrowWriter):
-    def __init__(self, location: TableLocation, options: Mapping[str, str], overwrite: bool) -> None:
+    def __init__(self, location: TableLocation, options: Mapping[str, str], overwrite: bool, schema=None) -> None:
         table = location.open()
-        _check_writable(table)
+        _check_writable(table, schema)
         _overwrite_spec(table, options, overwrite)  # a bad partition spec fails before any task runs
         self.location, self.options, self.overwrite = location.pinned(table.schema.id), dict(options), overwrite
 
@@ -463,9 +478,9 @@ def stream_commit_user(options: Mapping[str, str], location: TableLocation) -> s
 
 
 class PaimonflowStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, location: TableLocation, options: Mapping[str, str], overwrite: bool) -> None:
+    def __init__(self, location: TableLocation, options: Mapping[str, str], overwrite: bool, schema=None) -> None:
         table = location.open()
-        _check_writable(table)
+        _check_writable(table, schema)
         self.location, self.options, self.overwrite = location.pinned(table.schema.id), dict(options), overwrite
         self.commit_user = stream_commit_user(self.options, location)
 

@@ -128,6 +128,22 @@ def _bucketed(df, table, location: TableLocation):
     return df.mapInArrow(_with_buckets(location), bucketed)
 
 
+def check_source_types(spark_schema, table) -> None:
+    """Refuse, before any task runs, the source columns whose Spark type the table's column does
+    not take (the core's rule of lossless conversions, :mod:`paimonflow.core.data.conversion`):
+    one :class:`~paimonflow.core.errors.SchemaError` naming each. Values (an overflowing number)
+    are checked by the tasks as they write; columns the table lacks are left to the caller."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from paimonflow.core.data.conversion import check_writable, field_types
+
+    try:
+        arrow = to_arrow_schema(spark_schema, timezone="UTC")  # what mapInArrow hands the tasks
+    except TypeError:  # a Spark type without an Arrow form: Spark refuses it when it converts the rows
+        return
+    check_writable(arrow, table.arrow_schema, field_types(table.schema.fields))
+
+
 def write_batches(table, batches: Iterator[pa.RecordBatch], *, row_kind_column: str | None = None,
                   drop: Sequence[str] = (), **new_write: object) -> list:
     """One Spark task's write: every batch (less ``drop`` and the row-kind column, whose values
@@ -193,6 +209,7 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
                                        f"{table.arrow_schema.names}")
     wanted = list(table.arrow_schema.names) + ([row_kind_column] if row_kind_column else [])
     df = df.select(*wanted)
+    check_source_types(df.schema, table)
     with_buckets = _bucketed(df, table, location)
     partitions = list(table.partition_keys)
 

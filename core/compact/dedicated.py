@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..data.partition import parse_partition_value
 from ..errors import CommitOutcomeUnknownError, SchemaError
 from ..maintenance.context import TableOps
 from ..meta.snapshots import CommitKind
@@ -25,6 +26,8 @@ from ..write.commit import BATCH_COMMIT_IDENTIFIER
 from ..write.messages import CommitMessage
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ..meta.index_files import IndexFileMeta
 
 
@@ -49,14 +52,18 @@ class CompactionResult:
                 for name in self.__slots__}
 
 
-def _partition_filter(specs: Sequence[Mapping[str, object]] | None) -> Predicate | None:
+def _partition_filter(specs: Sequence[Mapping[str, object]] | None, schema: pa.Schema) -> Predicate | None:
+    """The partitions ``specs`` name, as a predicate. A spec value that is text (``hh=10``, as the
+    jobs' ``--partition`` gives it) is parsed as the partition column's type, as Paimon parses
+    partition specs; any other value is compared as given (and must convert exactly)."""
     if not specs:
         return None
     predicate: Predicate | None = None
     for spec in specs:
         if not spec:
             return None  # an empty spec is the whole table
-        terms = [col(key) == value for key, value in spec.items()]
+        terms = [col(key) == (parse_partition_value(value, schema.field(key).type, key=key)
+                              if isinstance(value, str) else value) for key, value in spec.items()]
         clause = terms[0]
         for term in terms[1:]:
             clause = clause & term
@@ -81,7 +88,8 @@ def _start(table: TableOps, partitions, buckets, commit_user, commit_identifier)
     if snapshot is None:
         return committer, identifier, [], CompactionResult(snapshot_id=None)
     wanted = set(buckets) if buckets is not None else None
-    splits = [s for s in table.plan(filter=_partition_filter(partitions), snapshot_id=snapshot.id, all_levels=True)
+    where = _partition_filter(partitions, table.arrow_schema)
+    splits = [s for s in table.plan(filter=where, snapshot_id=snapshot.id, all_levels=True)
               if wanted is None or s.bucket in wanted]
     return committer, identifier, splits, None
 

@@ -430,6 +430,23 @@ def _parse_value(text: str, enc: FieldEncoding, legacy: bool, time_zone: dt.tzin
     raise UnsupportedError(f"cannot parse {kind}")  # pragma: no cover
 
 
+def parse_partition_value(text: str, arrow_type: pa.DataType, *, key: str = "partition",
+                          default_name: str = DEFAULT_PARTITION_NAME) -> object:
+    """One partition value from its text in a partition spec (``hh=10``, ``dt=2026-11-21``, as
+    Paimon's procedures and the jobs' ``--partition`` take them), parsed as a partition directory
+    is (:func:`parse_partition_path`); ``default_name`` is None. Raises :class:`DataError` naming
+    ``key`` if the text is no value of ``arrow_type``."""
+    if text == default_name:
+        return None
+    encoding = field_encoding(arrow_type)
+    try:
+        return _parse_value(text, encoding, True, _UTC)
+    except (ValueError, InvalidOperation, OverflowError) as exc:
+        if isinstance(exc, DataError):
+            raise
+        raise DataError(f"partition value {text!r} of {key} is not a {encoding.kind.value}") from exc
+
+
 def parse_partition_path(
     path: str,
     keys: Sequence[str],

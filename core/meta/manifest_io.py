@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..data.binary_row import deserialize_row, serialize_row
+from ..data.conversion import bind_predicate, field_types
 from ..errors import FileNotFoundStorageError, SnapshotNotFoundError
 from ..fs import FileIO, join
 from ..options.core import CoreOptions
@@ -132,6 +133,9 @@ class ManifestIO:
             raise SnapshotNotFoundError(
                 f"snapshot {snapshot.id} references a manifest list that no longer exists (expired?): {exc}"
             ) from exc
+        if partition_filter is not None:  # its values as exact values of the partition columns' types
+            partition_filter = bind_predicate(partition_filter, self._schema.arrow_schema(),
+                                              field_types(self._schema.fields))
         entries: list[ManifestEntry] = []
         for meta in metas:
             if self._manifest_might_match(meta, partition_filter):

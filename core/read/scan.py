@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from ..data import data_file as df
 from ..data.binary_row import deserialize_row
+from ..data.conversion import bind_predicate, field_types
 from ..data.keys import last_per_key, lookup_candidates, merge_order
 from ..fs import join
 from ..merge import merge
@@ -63,9 +64,14 @@ class ScanPlanner:
         arrow = schema.arrow_schema()
         self._partition_types = [arrow.field(k).type for k in schema.partition_keys]
         self._key_types = [arrow.field(k).type for k in schema.trimmed_primary_keys]
+        self._arrow = arrow
 
     def plan(self, entries: Sequence[ManifestEntry], predicate: Predicate | None, *,
              level_filter=None) -> list[Split]:
+        """The splits of ``entries`` that ``predicate`` (bound to the schema's column types
+        first: :func:`~paimonflow.core.data.conversion.bind_predicate`) may match."""
+        if predicate is not None:
+            predicate = bind_predicate(predicate, self._arrow, field_types(self._schema.fields))
         partition_keys = list(self._schema.partition_keys)
         partition_pred = predicate.only_on(set(partition_keys)) if predicate is not None and partition_keys else None
         decoded: dict[bytes, tuple[object, ...]] = {}
@@ -182,6 +188,7 @@ class SplitReader:
         out_schema = self.output_schema(columns)
         if predicate is not None:
             self.output_schema(sorted(predicate.fields()))  # unknown filter columns fail even with no rows
+        predicate = self._bind(predicate)
         if not splits:
             return out_schema.empty_table()
         with ThreadPoolExecutor(max_workers=2) as pool:
@@ -197,6 +204,7 @@ class SplitReader:
         self.output_schema(wanted)
         if predicate is not None:
             self.output_schema(sorted(predicate.fields()))
+        predicate = self._bind(predicate)
         for split in splits:
             if self._is_pk and not self._options.deletion_vectors:
                 yield from self.read_split(split, columns=columns, predicate=predicate).to_batches()
@@ -229,6 +237,7 @@ class SplitReader:
             from ..errors import SchemaError
 
             raise SchemaError(f"unknown columns {unknown}; the table has {self._arrow.names}")
+        predicate = self._bind(predicate)
         if self._is_pk and merge and not self._options.deletion_vectors:
             table = self._merge(split, needed)
         else:  # append files, or merge-on-write files whose replaced rows are deleted by vectors
@@ -239,6 +248,12 @@ class SplitReader:
         return table if table.schema == expected else table.cast(expected)
 
     # -- internals ---------------------------------------------------------------------------
+
+    def _bind(self, predicate: Predicate | None) -> Predicate | None:
+        """``predicate``'s values as exact values of the columns' types (a no-op once bound)."""
+        if predicate is None:
+            return None
+        return bind_predicate(predicate, self._arrow, field_types(self._schema.fields))
 
     def _read_file(self, split: Split, f: DataFileMeta, columns: list[str], *, system: Sequence[str] = (),
                    positions: bool = False) -> pa.Table:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ..data.binary_row import deserialize_row, serialize_row
+from ..data.conversion import bind_predicate, field_types
 from ..errors import (
     BranchNotFoundError,
     CommitConflictError,
@@ -454,7 +455,8 @@ class TableCommit:
         rows = [deserialize_row(p, self._partition_types) for p in ordered]
         values = pa.table({k: pa.array([r[i] for r in rows], t)
                            for i, (k, t) in enumerate(zip(keys, self._partition_types, strict=True))})
-        kept = values.append_column("__index", pa.array(range(len(ordered)), pa.int64())).filter(predicate.to_arrow())
+        bound = bind_predicate(predicate, values.schema, field_types(self._schema.fields))
+        kept = values.append_column("__index", pa.array(range(len(ordered)), pa.int64())).filter(bound.to_arrow())
         return {ordered[i] for i in kept.column("__index").to_pylist()}
 
     def _partition_matcher(self, specs: Sequence[Mapping[str, object]]) -> Callable[[bytes], bool]:

@@ -1,14 +1,19 @@
-"""Rows in: the accepted inputs turned into one Arrow table of the table's schema, and their row kinds."""
+"""Rows in: the accepted inputs (Arrow tables, batches and readers, pandas and polars frames) turned
+into one Arrow table of the table's schema, by the lossless conversions of
+:mod:`paimonflow.core.data.conversion`, and their row kinds."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..data import data_file as df
+from ..data.conversion import convert_columns
+from ..data.types import DataType
 from ..errors import DataError, SchemaError
 
 KIND_CODES = {name: code for code, name in enumerate(df.ROW_KIND_NAMES)}
@@ -36,28 +41,69 @@ def chunks(batches: Iterable[pa.RecordBatch | pa.Table], max_bytes: int, rows: i
         yield pa.concat_tables(pending)
 
 
-def to_arrow_table(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> pa.Table:
+ACCEPTED_INPUTS = ("a pyarrow Table, RecordBatch or RecordBatchReader, an iterable of RecordBatches, "
+                   "a pandas DataFrame or a polars DataFrame or LazyFrame")
+
+
+def not_accepted(data: object) -> SchemaError:
+    """The error for a write of something that is none of :data:`ACCEPTED_INPUTS`."""
+    return SchemaError(f"write() takes {ACCEPTED_INPUTS}, not {type(data).__name__}")
+
+
+def dataframe_to_arrow(data: object) -> pa.Table | None:
+    """A pandas or polars DataFrame (or polars LazyFrame, collected) as a pyarrow Table, its
+    index left out; None for anything else. Recognized by the module of its class, so neither
+    library is imported unless ``data`` comes from it. Conversion problems (a pandas object
+    column of mixed values...) raise :class:`SchemaError`."""
+    module = type(data).__module__.split(".", 1)[0]
+    name = type(data).__name__
+    try:
+        if module == "pandas" and name == "DataFrame":
+            return pa.Table.from_pandas(data, preserve_index=False)
+        if module == "polars" and name in ("DataFrame", "LazyFrame"):
+            frame: Any = data
+            return (frame.collect() if name == "LazyFrame" else frame).to_arrow()
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise SchemaError(f"the {module} DataFrame cannot be converted to Arrow: {exc}") from None
+    return None
+
+
+def to_arrow_table(data: object) -> pa.Table:
+    """Any of :data:`ACCEPTED_INPUTS` as one pyarrow Table (batches read whole)."""
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
     if isinstance(data, pa.RecordBatchReader):
         return data.read_all()
-    expected = "write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches"
+    frame = dataframe_to_arrow(data)
+    if frame is not None:
+        return frame
+    if isinstance(data, Mapping | str | bytes):
+        raise not_accepted(data)
     try:
-        batches = list(data)
+        batches = list(data)  # type: ignore[call-overload]
     except TypeError:
-        raise SchemaError(f"{expected}, not {type(data).__name__}") from None
+        raise not_accepted(data) from None
     if not batches or not all(isinstance(b, pa.RecordBatch) for b in batches):
-        raise SchemaError(expected)
+        raise SchemaError(f"write() takes {ACCEPTED_INPUTS}")
     try:
         return pa.Table.from_batches(batches)
     except pa.ArrowInvalid as exc:  # batches of different schemas; the message names the columns
         raise SchemaError(f"the record batches do not share one schema: {exc}") from None
 
 
-def conform(table: pa.Table, schema: pa.Schema, key_columns: Sequence[str] = ()) -> pa.Table:
-    """Reorder and safely cast ``table`` to ``schema``; typed errors name the offending column."""
+def conform(table: pa.Table, schema: pa.Schema, key_columns: Sequence[str] = (), *,
+            table_types: Mapping[str, DataType] | None = None) -> pa.Table:
+    """``table``'s columns in ``schema``'s order, each converted to its column's type when the
+    conversion is lossless (:mod:`paimonflow.core.data.conversion`: the accepted conversions,
+    values checked where a type may not hold them all). ``table_types`` (the table's Paimon
+    types by column) names the types in errors.
+
+    Raises one :class:`SchemaError` naming every column that is missing, unknown, duplicated, of
+    a refused type or holding values that do not convert exactly, and :class:`DataError` for
+    nulls in a NOT NULL column.
+    """
     names = table.column_names
     if len(set(names)) != len(names):
         raise SchemaError(f"duplicate column names in the data: {sorted(n for n in set(names) if names.count(n) > 1)}")
@@ -70,21 +116,13 @@ def conform(table: pa.Table, schema: pa.Schema, key_columns: Sequence[str] = ())
         if extra:
             parts.append(f"unknown columns {extra}")
         raise SchemaError("data does not match the table schema: " + "; ".join(parts))
-    columns = []
+    converted = convert_columns({f.name: table.column(f.name) for f in schema}, schema, table_types)
     for target in schema:
-        column = table.column(target.name)
-        if column.type != target.type:
-            try:
-                column = pc.cast(column, target.type, safe=True)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-                raise SchemaError(
-                    f"column {target.name!r} has type {column.type}, which cannot be written as {target.type}: {exc}"
-                ) from None
+        column = converted[target.name]
         if not target.nullable and column.null_count:
             role = "primary key column" if target.name in key_columns else "column"
             raise DataError(f"{role} {target.name!r} is NOT NULL but has {column.null_count} null value(s)")
-        columns.append(column)
-    return pa.Table.from_arrays(columns, schema=schema)
+    return pa.Table.from_arrays([converted[f.name] for f in schema], schema=schema)
 
 
 def row_kinds_of(table: pa.Table, row_kinds: object, rowkind_field: str | None) -> np.ndarray:

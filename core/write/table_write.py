@@ -9,7 +9,7 @@ those messages; files of messages that are never committed are orphans, never re
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from ..data import data_file as df
 from ..data.bucket import bucket_ids, hash_codes
+from ..data.conversion import field_types
 from ..data.keys import last_per_key, merge_order
 from ..data.partition import group_by_partition
 from ..errors import DataError, InvalidArgumentError, InvalidOptionError, SchemaError, UnsupportedError
@@ -31,7 +32,15 @@ from ..options.merge import merge_spec_for
 from ..options.registry import ChangelogProducer
 from .bucket_index import DynamicBucketOptions, PartitionBucketIndex
 from .buffer import RUN_BATCH_ROWS, SpillDirectory, iter_run, iter_slices, merge_runs, remove_files, write_run
-from .conform import chunks, conform, row_kinds_of, to_arrow_table
+from .conform import (
+    ACCEPTED_INPUTS,
+    chunks,
+    conform,
+    dataframe_to_arrow,
+    not_accepted,
+    row_kinds_of,
+    to_arrow_table,
+)
 from .cross_partition import CrossPartitionRouter
 from .file_writer import DataFileWriter
 from .messages import FILE_SOURCE_COMPACT, CommitMessage
@@ -139,6 +148,7 @@ class TableWrite:
         self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
         self._files = DataFileWriter(file_io=file_io, table_path=table_path, schema=schema, options=options)
         self._arrow_schema, self._pk = self._files.arrow_schema, self._files.primary_keys
+        self._table_types = field_types(schema.fields)  # Paimon's names of the column types, for errors
         self._partition_keys = self._files.partition_keys
         self._is_pk = bool(schema.primary_keys)
         self._bucket = options.bucket
@@ -178,24 +188,31 @@ class TableWrite:
     def write(self, data, *, row_kinds=None) -> None:
         """Validate ``data`` against the schema and buffer it by (partition, bucket).
 
-        ``data`` is a pyarrow Table or RecordBatch (validated whole: on error nothing of it is
-        buffered) or an iterable / RecordBatchReader of batches (streamed: batches are validated
-        and buffered in chunks of at most :attr:`chunk_bytes`, so memory stays bounded by the
-        write buffer and a quarter of it). Raises SchemaError
-        (wrong/missing/extra columns, impossible casts) or DataError (null in a NOT NULL or
-        primary-key column, unknown row kind, retractions into an append table).
+        ``data`` is a pyarrow Table or RecordBatch, a pandas DataFrame or a polars DataFrame or
+        LazyFrame (each validated whole: on error nothing of it is buffered), or an iterable /
+        RecordBatchReader of batches (streamed: batches are validated and buffered in chunks of
+        at most :attr:`chunk_bytes`, so memory stays bounded by the write buffer and a quarter of
+        it). Columns are converted to the table's types only where nothing is lost
+        (:mod:`paimonflow.core.data.conversion`). Raises SchemaError (wrong, missing or extra
+        columns; types the table refuses; values that do not fit) or DataError (null in a NOT
+        NULL or primary-key column, unknown row kind, retractions into an append table).
         """
         if isinstance(data, (pa.Table, pa.RecordBatch)):
             self._write_table(to_arrow_table(data), row_kinds)
             return
+        frame = dataframe_to_arrow(data)
+        if frame is not None:
+            self._write_table(frame, row_kinds)
+            return
         if isinstance(data, pa.RecordBatchReader):
             batches: Iterable = data
+        elif isinstance(data, Mapping | str | bytes):
+            raise not_accepted(data)
         else:
             try:
                 batches = iter(data)
             except TypeError:
-                raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches, "
-                                  f"not {type(data).__name__}") from None
+                raise not_accepted(data) from None
         if row_kinds is not None and not isinstance(row_kinds, str):
             self._write_table(to_arrow_table(list(batches)), row_kinds)  # per-row kinds need the whole input
             return
@@ -204,10 +221,10 @@ class TableWrite:
             self._write_table(chunk, row_kinds)
             written = True
         if not written:
-            raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches")
+            raise SchemaError(f"write() takes {ACCEPTED_INPUTS}; the iterable was empty")
 
     def _write_table(self, data: pa.Table, row_kinds) -> None:
-        table = conform(data, self._arrow_schema, self._schema.primary_keys)
+        table = conform(data, self._arrow_schema, self._schema.primary_keys, table_types=self._table_types)
         if table.num_rows == 0:
             return
         kinds = row_kinds_of(table, row_kinds, self._options.rowkind_field)
@@ -539,7 +556,7 @@ def _one_schema(batches: Iterable) -> Iterator[pa.RecordBatch | pa.Table]:
     first: pa.Schema | None = None
     for batch in batches:
         if not isinstance(batch, (pa.RecordBatch, pa.Table)):
-            raise SchemaError("write() takes a pyarrow Table, a RecordBatch or an iterable of RecordBatches")
+            raise SchemaError(f"write() takes {ACCEPTED_INPUTS}; the iterable holds a {type(batch).__name__}")
         if first is None:
             first = batch.schema
         elif not batch.schema.equals(first):

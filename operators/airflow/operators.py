@@ -392,15 +392,13 @@ class PaimonWriteOperator(PaimonJobOperator):
                      commit_identifier=arguments["commit_identifier"]).to_dict()
 
     def run_core(self, hook, arguments):
-        import pyarrow.dataset as ds
-
         from paimonflow.jobs.write import partition_spec
 
         if not arguments["path"]:
             raise InvalidArgumentError("the core engine writes files only (path=); use engine='spark' for "
                                        "Spark tables and SQL")
-        data = ds.dataset(arguments["path"], format=arguments["format"]).to_table()
         table = hook.get_table(self.table)
+        data = _read_files(arguments["path"], arguments["format"], table.arrow_schema)
         overwrite: bool | dict = False
         if arguments["mode"] == "overwrite":
             overwrite = partition_spec(arguments["overwrite_partition"]) or True
@@ -411,6 +409,32 @@ class PaimonWriteOperator(PaimonJobOperator):
         done = table.write(data, overwrite=overwrite, row_kinds=row_kinds, commit_user=arguments["commit_user"],
                            commit_identifier=arguments["commit_identifier"])
         return {"job": "write", "table": self.table, **done.to_dict()}
+
+
+def _read_files(path: str, format: str, schema):
+    """The rows of the files at ``path``. CSV and JSON text is parsed with the table's column
+    types (as the Spark write job does): the core writes only lossless conversions, and types
+    inferred from text (``007`` an integer, ``2026-11-21`` a date) would not go into STRING columns."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    atomic = [f for f in schema if not pa.types.is_nested(f.type)]
+    if format == "csv":
+        import pyarrow.csv as csv
+
+        convert = csv.ConvertOptions(column_types={f.name: f.type for f in atomic})
+        return ds.dataset(path, format=ds.CsvFileFormat(convert_options=convert)).to_table()
+    if format == "json":  # a JSON dataset ignores an explicit schema: each file is parsed with it
+        import pyarrow.json as json
+
+        files = ds.dataset(path, format="json")
+        options = json.ParseOptions(explicit_schema=pa.schema(atomic), unexpected_field_behavior="infer")
+        tables = []
+        for name in files.files:
+            with files.filesystem.open_input_stream(name) as stream:
+                tables.append(json.read_json(stream, parse_options=options))
+        return pa.concat_tables(tables, promote_options="permissive") if tables else files.to_table()
+    return ds.dataset(path, format=format).to_table()
 
 
 class PaimonCompactOperator(PaimonJobOperator):

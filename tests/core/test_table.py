@@ -427,6 +427,25 @@ def test_full_compaction_rewrites_buckets_into_one_top_level_run(catalog):
     assert set(t.system_table("files").column("level").to_pylist()) == {5}
 
 
+def test_compaction_partition_specs_are_text_parsed_as_the_partition_columns_type(catalog):
+    """``compact --partition hh=10`` gives text: it names the INT partition 10 (once it named no
+    partition the filter could compare, and every partition was compacted)."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("hh", pa.int32(), nullable=False)])
+    t = catalog.create_table("db.hours", schema, primary_keys=["id", "hh"], partition_keys=["hh"],
+                             options={"bucket": "1", "write-only": "true"})
+    for _ in range(2):
+        t.write(pa.table({"id": [1, 2], "hh": pa.array([9, 10], pa.int32())}, schema=schema))
+    result = t.compact(full=True, partitions=[{"hh": "10"}])
+    assert result.files_read == 2
+    levels = {(r["partition"], r["level"]) for r in t.system_table("files").to_pylist()}
+    assert levels == {("{hh=9}", 0), ("{hh=10}", 5)}
+    assert t.compact(full=True, partitions=[{"hh": 9}]).files_read == 2  # a value of the column's type
+    with pytest.raises(DataError, match="partition value 'ten' of hh"):
+        t.compact(full=True, partitions=[{"hh": "ten"}])
+    with pytest.raises(SchemaError, match="column 'hh' has type INT"):
+        t.compact(full=True, partitions=[{"hh": 9.5}])
+
+
 def test_full_compaction_of_an_append_table_and_its_conflict(catalog):
     schema = pa.schema([("n", pa.int64())])
     t = catalog.create_table("db.ac", schema)

@@ -8,7 +8,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from paimonflow.core import Catalog
+from paimonflow.core import Catalog, col
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()),
                     pa.field("dt", pa.string(), nullable=False)])
@@ -180,6 +180,39 @@ def test_dynamic_bucket_tables_are_refused_with_a_pointer_to_the_write_job(spark
     rows = spark.createDataFrame([(1, "a", "x")], "id long, v string, dt string")
     with pytest.raises(Exception, match=r"paimonflow\.jobs\.write"):
         rows.write.format("paimonflow").option("warehouse", catalog.warehouse).mode("append").save("db.dyn")
+
+
+def test_columns_of_types_the_table_refuses_fail_before_any_task_writes(spark, catalog, table):
+    """The core's rule of lossless conversions, checked on the DataFrame's schema: numbers into
+    the STRING partition key are refused (they would make partition dt=20261120); a long into the
+    table's INT column is written when every value fits."""
+    before = table.snapshot_manager.latest_id()
+    rows = spark.createDataFrame([(6, "f", 20261120)], "id long, v string, dt long")
+    with pytest.raises(Exception, match=r"SchemaError: column 'dt' holds int64 values but the table's type is STRING"):
+        rows.write.format("paimonflow").option("warehouse", catalog.warehouse).mode("append").save("db.t")
+    assert catalog.get_table("db.t").snapshot_manager.latest_id() == before
+    catalog.create_table("db.narrow", pa.schema([pa.field("id", pa.int32(), nullable=False),
+                                                  ("v", pa.string())]))
+    fits = spark.createDataFrame([(7, "g")], "id long, v string")
+    fits.write.format("paimonflow").option("warehouse", catalog.warehouse).mode("append").save("db.narrow")
+    assert catalog.get_table("db.narrow").read().to_pylist() == [{"id": 7, "v": "g"}]
+    overflow = spark.createDataFrame([(2**40, "h")], "id long, v string")
+    with pytest.raises(Exception, match=r"column 'id' holds int64 values that the table's type INT cannot hold"):
+        overflow.write.format("paimonflow").option("warehouse", catalog.warehouse).mode("append").save("db.narrow")
+    assert catalog.get_table("db.narrow").read().num_rows == 1
+
+
+def test_pushed_filters_whose_values_the_column_cannot_hold_are_not_used_to_prune(catalog, table):
+    from pyspark.sql.datasource import EqualTo
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from paimonflow.jobs.datasource import PaimonflowPushdownReader
+    from paimonflow.jobs.location import TableLocation
+
+    pushed = PaimonflowPushdownReader(TableLocation(catalog.warehouse, "db.t"), {}, from_arrow_schema(SCHEMA))
+    filters = [EqualTo(("dt",), 5), EqualTo(("id",), 2)]
+    assert list(pushed.pushFilters(filters)) == filters  # Spark still applies both to the rows
+    assert pushed.predicate == table.bind(col("id") == 2)  # 5 is no STRING: it prunes nothing
 
 
 def test_streaming_read_picks_up_three_commits_and_records_consumer_progress(spark, catalog, table, tmp_path):

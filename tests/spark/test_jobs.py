@@ -214,6 +214,17 @@ def test_bad_sources_fail_with_one_typed_line_and_commit_nothing(spark, wh, tmp_
         run_job("write", spark, TableLocation(wh, "db.t"), {"path": str(tmp_path / "nope.csv"), "format": "csv"})
 
 
+def test_source_columns_of_refused_types_fail_on_the_driver_and_commit_nothing(spark, wh, tmp_path):
+    """A Parquet source whose ``dt`` holds integers: the STRING partition key refuses them (it
+    once made partition dt=20261120), naming the column and both types, before any task runs."""
+    path = str(tmp_path / "int_dt.parquet")
+    pq.write_table(pa.table({"id": [1], "v": ["a"], "dt": [20261120]}), path)
+    error = one_error_line(runner.invoke(app, ["write", "-w", wh, "-t", "db.t", "--path", path]))
+    assert error["error"] == "SchemaError"
+    assert "column 'dt' holds int64 values but the table's type is STRING" in error["message"]
+    assert Catalog(wh).get_table("db.t").latest_snapshot() is None
+
+
 def test_csv_columns_are_matched_by_header_name_with_the_table_types(spark, wh, tmp_path):
     reordered = tmp_path / "reordered.csv"  # header order differs from the table's; zero-padded ids stay exact
     reordered.write_text("dt,v,id,extra\n2026-11-21,007,7,x\n2026-11-22,010,10,y\n")
