@@ -81,7 +81,13 @@ CASES: list[tuple[str, str, str]] = [
     ("a consumer reset without a snapshot", "consumers {T} -w {wh} --reset etl", "InvalidArgumentError"),
     ("a storage option without a value", "list -w {wh} -S s3.endpoint", "InvalidArgumentError"),
     ("an unknown S3 storage option", "list -w s3://lake/wh -S s3.endpiont=http://127.0.0.1:9", "InvalidStorageOptionError"),
+    ("S3 without credentials", "list -w s3://lake/wh -S s3.endpoint=http://127.0.0.1:9 -S s3.region=us-east-1",
+     "StorageError"),
 ]
+#: no credentials from the machine running the tests: the environment's, a profile's or an instance's
+NO_AWS = {"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None, "AWS_SESSION_TOKEN": None, "AWS_PROFILE": None,
+          "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_CONFIG_FILE": "/nonexistent",
+          "AWS_EC2_METADATA_DISABLED": "true", "PAIMONFLOW_STORAGE_OPTIONS": None}
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +128,7 @@ def _tree(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def _run(argv: list[str]):
-    return CliRunner().invoke(app, argv, catch_exceptions=False, env={"PAIMONFLOW_WAREHOUSE": None})
+    return CliRunner().invoke(app, argv, catch_exceptions=False, env={"PAIMONFLOW_WAREHOUSE": None, **NO_AWS})
 
 
 @pytest.mark.parametrize(("what", "template", "kind"), CASES, ids=[c[0] for c in CASES])
