@@ -32,7 +32,8 @@ CORE_LAYERS = (
     ("read", "write"),
     ("maintenance",),
     ("compact",),
-    ("table", "catalog", "cli", ""),
+    ("table", "catalog", ""),
+    ("cli",),
 )
 FRAMEWORKS = {"airflow": ("airflow",), "dagster": ("dagster", "dagster_pipes", "dagster_spark")}
 ENGINES = ("pyspark", "airflow", "dagster", "dagster_pipes", "py4j")
