@@ -61,7 +61,7 @@ demo: venv java-check
 	$(PY) -m paimonflow.dags_examples.demo $(DEMO_ARGS)
 
 test: venv pypaimon-venv java-peer chromium-check postgres-check lint
-	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) -m pytest
+	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) -m pytest --durations=30
 
 test-fast: venv
 	$(PY) -m pytest -m "not slow and not interop"
