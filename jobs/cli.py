@@ -74,10 +74,6 @@ def _options(result_file: Annotated[str | None, typer.Option(
     _DEBUG["on"] = debug
 
 
-def _pairs(items: list[str] | None, option: str) -> dict[str, str]:
-    return pairs(items, option)
-
-
 def job(name: str):
     """Register a job: build the session, run, print the result; paimonflow errors exit 2."""
 
@@ -208,7 +204,7 @@ def _spark(master: str | None, conf: list[str] | None):
     """The job's session; the Spark work the job starts carries its job tag, interrupted if the job is."""
     from .session import cancellable, spark_session
 
-    spark = spark_session(master=master, conf=_pairs(conf, "--conf"))
+    spark = spark_session(master=master, conf=pairs(conf, "--conf"))
     if _RUNNING["stack"] is not None:
         _RUNNING["stack"].enter_context(cancellable(spark, _RUNNING["job"] or "job"))
     return spark
@@ -216,7 +212,7 @@ def _spark(master: str | None, conf: list[str] | None):
 
 def _location(warehouse: str, table: str, storage: list[str] | None) -> TableLocation:
     """``--storage-option`` pairs over those of ``PAIMONFLOW_STORAGE_OPTIONS`` (how callers pass secrets)."""
-    return TableLocation(warehouse, table, {**storage_options_from_env(), **_pairs(storage, "--storage-option")})
+    return TableLocation(warehouse, table, {**storage_options_from_env(), **pairs(storage, "--storage-option")})
 
 
 @overload

@@ -51,12 +51,13 @@ class Output:
     def rows(self, table: pa.Table | Sequence[Mapping[str, Any]], *, title: str | None = None,
              limit: int | None = None, columns: Sequence[str] | None = None) -> None:
         """A table of rows: a JSON array of objects; TSV with a header line; or a Rich table."""
-        records = table.to_pylist() if isinstance(table, pa.Table) else list(table)
-        if columns is None:
-            columns = table.column_names if isinstance(table, pa.Table) else list(records[0]) if records else []
-        total = len(records)
-        if limit is not None:
-            records = records[:limit]
+        total = table.num_rows if isinstance(table, pa.Table) else len(table)
+        if isinstance(table, pa.Table):  # only the rows shown become Python values
+            columns = columns or table.column_names
+            records = (table.slice(0, limit) if limit is not None else table).to_pylist()
+        else:
+            records = list(table)[:limit] if limit is not None else list(table)
+            columns = columns or (list(records[0]) if records else [])
         if self.json:
             self.document(records)
             return

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -15,6 +14,7 @@ from typer.testing import CliRunner
 
 from paimonflow.core import Catalog
 from paimonflow.jobs.cli import app
+from tests.files import tree
 
 W = "-w {wh} -t db.t"
 # (what the user got wrong, argv with {wh} and {d} (a folder of inputs), the error kind)
@@ -68,15 +68,11 @@ def world(tmp_path_factory):
     return wh, inputs
 
 
-def _tree(root: Path) -> dict[str, tuple[int, int]]:
-    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*"))}
-
-
 @pytest.mark.spark
 @pytest.mark.parametrize(("what", "template", "kind"), CASES, ids=[c[0] for c in CASES])
 def test_a_bad_job_input_is_one_json_line_exit_2_and_writes_nothing(spark, world, what, template, kind):
     wh, inputs = world
-    before = _tree(wh)
+    before = tree(wh)
     argv = shlex.split(template.replace("{wh}", str(wh)).replace("{d}", str(inputs)))
     result = CliRunner().invoke(app, argv, catch_exceptions=False, env={"PAIMONFLOW_WAREHOUSE": None})
     assert (result.exit_code, result.stdout) == (2, ""), result.output
@@ -84,4 +80,4 @@ def test_a_bad_job_input_is_one_json_line_exit_2_and_writes_nothing(spark, world
     error = json.loads(line)
     assert error["error"] == kind, line
     assert error["message"] and "Traceback" not in error["message"] and "\n" not in error["message"]
-    assert _tree(wh) == before, f"{what}: something was written"
+    assert tree(wh) == before, f"{what}: something was written"
