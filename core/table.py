@@ -585,18 +585,34 @@ class SnapshotStart:
     def __init__(self, table: Table, snapshot: Snapshot | None, *, overwrite: bool) -> None:
         self._table, self._snapshot, self._overwrite = table, snapshot, overwrite
         self._partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
-        self._live: dict[tuple[bytes, int], list] | None = None
+        self._live: dict[tuple[bytes, int], list] = {}  # the live files of each bucket restored so far
         self._vectors: tuple[dict, dict] | None = None
         self._hash_files: dict | None = None
+
+    def restore(self, buckets) -> None:
+        """Read the live files of ``buckets`` (partition values, bucket) not restored yet, in one
+        pass over the manifests that may hold them (pruned by partition statistics, bucket range
+        and block index): a writer reads the metadata of what it writes, not of the whole table."""
+        if self._overwrite or self._snapshot is None:
+            return
+        wanted: dict[bytes, set[int]] = {}
+        for values, bucket in buckets:
+            key = (serialize_row(list(values), self._partition_types), bucket)
+            if key not in self._live:
+                wanted.setdefault(key[0], set()).add(bucket)
+        if not wanted:
+            return
+        for partition, ids in wanted.items():
+            for bucket in ids:
+                self._live[(partition, bucket)] = []
+        for e in self._table.manifest_io.live_entries(self._snapshot, buckets=wanted):
+            self._live[(e.partition, e.bucket)].append(e.file)
 
     def files(self, partition: tuple[object, ...], bucket: int) -> list:
         if self._overwrite or self._snapshot is None:
             return []
-        if self._live is None:
-            self._live = {}
-            for e in self._table.manifest_io.live_entries(self._snapshot):
-                self._live.setdefault((e.partition, e.bucket), []).append(e.file)
-        return self._live.get((serialize_row(list(partition), self._partition_types), bucket), [])
+        self.restore([(partition, bucket)])
+        return self._live[(serialize_row(list(partition), self._partition_types), bucket)]
 
     def next_sequence(self, partition: tuple[object, ...], bucket: int) -> int:
         return max((f.max_sequence_number for f in self.files(partition, bucket)), default=-1) + 1

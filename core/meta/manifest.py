@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum
@@ -20,6 +20,7 @@ import fastavro
 
 from ..errors import CorruptMetadataError, FileNotFoundStorageError
 from ..fs import join
+from .manifest_blocks import BlockInfo, parse_blocks, read_selected, write_indexed
 
 MANIFEST_VERSION = 2
 _CODECS = {"zstd": "zstandard", "snappy": "snappy", "deflate": "deflate", "null": "null", "none": "null"}
@@ -89,6 +90,37 @@ class ManifestFileMeta:
     min_row_id: int | None = None
     max_row_id: int | None = None
     total_buckets: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EntryFilter:
+    """The manifest entries a reader wants: those of the given buckets of given partitions
+    (``buckets``: serialized partition -> bucket ids), or of partitions ``partition`` accepts
+    (serialized partition -> may it match), or both (an entry must satisfy each given one).
+    Entries of other partitions and buckets are skipped before they are decoded where the file
+    has a block index (:mod:`paimonflow.core.meta.manifest_blocks`), and before they become objects
+    everywhere."""
+
+    buckets: Mapping[bytes, frozenset[int]] | None = None
+    partition: Callable[[bytes], bool] | None = None
+
+    def accepts(self, partition: bytes, bucket: int) -> bool:
+        if self.buckets is not None:
+            wanted = self.buckets.get(partition)
+            if wanted is None or bucket not in wanted:
+                return False
+        return self.partition is None or self.partition(partition)
+
+    def accepts_block(self, info: BlockInfo) -> bool:
+        for p in info.partitions:
+            if self.buckets is not None:
+                wanted = self.buckets.get(p)
+                if wanted is None or (info.min_bucket not in wanted and info.max_bucket not in wanted
+                                      and not any(info.min_bucket <= b <= info.max_bucket for b in wanted)):
+                    continue
+            if self.partition is None or self.partition(p):
+                return True
+        return False
 
 
 def merge_entries(entries: Iterable[ManifestEntry]) -> tuple[list[ManifestEntry], list[ManifestEntry]]:
@@ -233,6 +265,10 @@ def _file_from(r: dict[str, Any]) -> DataFileMeta:
     )
 
 
+def _partition_bucket(e: ManifestEntry) -> tuple[bytes, int]:
+    return e.partition, e.bucket
+
+
 def _entry_to(e: ManifestEntry) -> dict[str, Any]:
     return {"_VERSION": MANIFEST_VERSION, "_KIND": int(e.kind), "_PARTITION": e.partition, "_BUCKET": e.bucket,
             "_TOTAL_BUCKETS": e.total_buckets, "_FILE": _file_to(e.file)}
@@ -262,10 +298,15 @@ def _meta_from(r: dict[str, Any]) -> ManifestFileMeta:
     )
 
 
-def read_records(file_io, path: str) -> list[dict[str, Any]]:
+def read_records(file_io, path: str, wanted: EntryFilter | None = None) -> list[dict[str, Any]]:
+    """The records of an Avro metadata file; with ``wanted``, only the records of blocks that may
+    hold wanted entries, where the file has a block index (other records may still be returned)."""
     data = file_io.read_bytes(path)
     try:
+        blocks = parse_blocks(data) if wanted is not None else None
         # every metadata schema is a record, so every datum is a dict (fastavro types any datum)
+        if blocks is not None and wanted is not None:
+            return cast(list[dict[str, Any]], list(read_selected(data, blocks, wanted.accepts_block)))
         return cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(data))))
     except Exception as exc:
         raise CorruptMetadataError(path, f"unreadable Avro ({type(exc).__name__}: {exc})") from None
@@ -295,12 +336,22 @@ class ManifestFile:
         self.compression, self.target_file_size = compression, target_file_size
         self.partition_stats = partition_stats
 
-    def read(self, file_name: str) -> list[ManifestEntry]:
+    def read(self, file_name: str, wanted: EntryFilter | None = None) -> list[ManifestEntry]:
+        """The entries of one manifest, in file order; with ``wanted``, only the entries it accepts."""
         path = join(self.directory, file_name)
-        return _decode(path, read_records(self.file_io, path), _entry_from)
+        records = read_records(self.file_io, path, wanted)
+        if wanted is not None:
+            try:
+                records = [r for r in records if wanted.accepts(r["_PARTITION"], r["_BUCKET"])]
+            except (KeyError, TypeError) as exc:
+                raise CorruptMetadataError(path, f"unexpected record layout ({type(exc).__name__}: {exc})") from None
+        return _decode(path, records, _entry_from)
 
     def write(self, entries: Sequence[ManifestEntry], *, schema_id: int) -> list[ManifestFileMeta]:
-        """Write ``entries`` into one or more manifests of about ``target_file_size`` each."""
+        """Write ``entries`` into one or more manifests of about ``target_file_size`` each, in
+        (partition, bucket) order (a stable sort: entries of one file keep their order, which is
+        all that replaying them needs), each with a block index."""
+        entries = sorted(entries, key=_partition_bucket)
         prefix = f"manifest-{uuid.uuid4()}-"
         # Roll by an estimate of the encoded entry size (fixed overhead plus the variable bytes).
         metas: list[ManifestFileMeta] = []
@@ -319,8 +370,10 @@ class ManifestFile:
         return metas
 
     def _write_one(self, name: str, entries: list[ManifestEntry], schema_id: int) -> ManifestFileMeta:
-        size = write_avro(self.file_io, join(self.directory, name), MANIFEST_ENTRY_SCHEMA,
-                           [_entry_to(e) for e in entries], self.compression)
+        data = write_indexed(MANIFEST_ENTRY_SCHEMA, [_entry_to(e) for e in entries],
+                             [(e.partition, e.bucket) for e in entries], _CODECS.get(self.compression, "zstandard"))
+        self.file_io.write_bytes(join(self.directory, name), data)
+        size = len(data)
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]
         totals = {e.total_buckets for e in entries}

@@ -9,7 +9,7 @@ exactly those).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from .manifest import (
     ManifestEntry,
     ManifestFile,
     ManifestFileMeta,
+    EntryFilter,
     ManifestList,
     SimpleStats,
     merge_entries,
@@ -31,6 +32,16 @@ from .manifest import (
 )
 from .schema import TableSchema
 from .snapshots import Snapshot
+
+
+class _AllBuckets(frozenset):
+    """Every bucket: ``b in _ALL_BUCKETS`` is always true."""
+
+    def __contains__(self, bucket: object) -> bool:
+        return True
+
+
+_ALL_BUCKETS = _AllBuckets()
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,23 +136,95 @@ class ManifestIO:
             return []
         return [e for m in self._lists.read(snapshot.changelog_manifest_list) for e in self._files.read(m.file_name)]
 
-    def live_entries(self, snapshot: Snapshot, *, partition_filter: Predicate | None = None) -> list[ManifestEntry]:
-        """ADD entries of every file live in ``snapshot`` (ADD/DELETE pairs cancelled)."""
+    def live_entries(self, snapshot: Snapshot, *, partition_filter: Predicate | None = None,
+                     partitions: Collection[bytes] | None = None,
+                     buckets: Mapping[bytes, Collection[int]] | None = None) -> list[ManifestEntry]:
+        """ADD entries of every file live in ``snapshot`` (ADD/DELETE pairs cancelled).
+
+        ``partition_filter`` keeps the files of partitions it may match, ``partitions``
+        (serialized) the files of those partitions, and ``buckets`` (serialized partition ->
+        bucket ids) only the files of those buckets. Each prunes
+        first by each manifest's partition statistics and bucket range, then by the block index
+        inside the manifest, so the cost follows the entries read, not the table's size."""
         try:
             metas = self.data_manifests(snapshot)
         except FileNotFoundStorageError as exc:
             raise SnapshotNotFoundError(
                 f"snapshot {snapshot.id} references a manifest list that no longer exists (expired?): {exc}"
             ) from exc
+        if partitions is not None:
+            buckets = {p: _ALL_BUCKETS for p in partitions}
+        wanted = self.entry_filter(partition_filter, buckets)
         if partition_filter is not None:  # its values as exact values of the partition columns' types
             partition_filter = bind_predicate(partition_filter, self._schema.arrow_schema(),
                                               field_types(self._schema.fields))
         entries: list[ManifestEntry] = []
         for meta in metas:
-            if self._manifest_might_match(meta, partition_filter):
-                entries.extend(self._files.read(meta.file_name))
+            if self._manifest_might_match(meta, partition_filter) and self._manifest_holds(meta, buckets):
+                entries.extend(self._files.read(meta.file_name, wanted))
         live, _ = merge_entries(entries)
         return live
+
+    def entry_filter(self, partition_filter: Predicate | None,
+                     buckets: Mapping[bytes, Collection[int]] | None) -> EntryFilter | None:
+        """The :class:`~paimonflow.core.meta.manifest.EntryFilter` of a partition predicate and/or
+        a set of (partition, bucket)s (None: every entry)."""
+        pruning = None
+        if partition_filter is not None and self._partition_keys:
+            pruning = bind_predicate(partition_filter, self._schema.arrow_schema(),
+                                     field_types(self._schema.fields)).only_on(set(self._partition_keys))
+        if pruning is None and buckets is None:
+            return None
+        accepts = None
+        if pruning is not None:
+            keys, types, known = self._partition_keys, self._partition_types, {}
+
+            def accepts(partition: bytes) -> bool:
+                verdict = known.get(partition)
+                if verdict is None:
+                    values = deserialize_row(partition, types)
+                    verdict = known[partition] = pruning.might_match({
+                        k: ColumnStats(v, v, int(v is None), 1) for k, v in zip(keys, values, strict=True)})
+                return verdict
+
+        frozen = None if buckets is None else {
+            p: b if isinstance(b, _AllBuckets) else frozenset(b) for p, b in buckets.items()}
+        return EntryFilter(buckets=frozen, partition=accepts)
+
+    def _manifest_holds(self, meta: ManifestFileMeta, buckets: Mapping[bytes, Collection[int]] | None) -> bool:
+        """Whether ``meta``'s partition statistics and bucket range admit any of ``buckets``."""
+        if buckets is None:
+            return True
+        low, high = meta.min_bucket, meta.max_bucket
+        for partition, wanted in buckets.items():
+            if low is not None and high is not None and wanted is not _ALL_BUCKETS \
+                    and not any(low <= b <= high for b in wanted):
+                continue
+            if self._partition_in_stats(partition, meta.partition_stats):
+                return True
+        return False
+
+    def _partition_in_stats(self, partition: bytes, stats: SimpleStats) -> bool:
+        if not self._partition_keys:
+            return True
+        try:
+            values = deserialize_row(partition, self._partition_types)
+            lows = deserialize_row(stats.min_values, self._partition_types)
+            highs = deserialize_row(stats.max_values, self._partition_types)
+        except Exception:
+            return True  # statistics we cannot read prune nothing
+        nulls = stats.null_counts or [None] * len(values)
+        try:
+            for v, lo, hi, n in zip(values, lows, highs, nulls, strict=False):
+                if v is None:
+                    if n == 0:
+                        return False
+                elif lo is None or hi is None or v < lo or v > hi:
+                    if not (lo is None and hi is None and n is None):
+                        return False
+        except TypeError:  # values that do not compare prune nothing
+            return True
+        return True
 
     # -- writing -----------------------------------------------------------------------------
 

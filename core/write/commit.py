@@ -310,7 +310,10 @@ class TableCommit:
                                 and all(e.total_buckets == (self._options.bucket if self._options.bucket > 0 else -1)
                                         for e in adds))
                 base = None if plain_append else latest  # what conflicts are checked against (None: nothing)
-                base_entries = self._manifests.live_entries(base) if base is not None else []
+                # Every conflict check is within a partition: without an overwrite, only the files
+                # of the partitions this commit changes are read.
+                touched = None if overwrite is not None else {e.partition for e in (*adds, *deletes)}
+                base_entries = self._manifests.live_entries(base, partitions=touched) if base is not None else []
                 delta = list(adds) + list(deletes)
                 if overwrite is not None:
                     delta = list(adds) + self._overwrite_deletes(base_entries, adds, overwrite)

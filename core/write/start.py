@@ -1,6 +1,6 @@
 """What a table write starts from: the state of the snapshot it continues.
 
-A :class:`~.table_write.TableWrite` asks its start for the live files of a bucket (to compact
+A :class:`~.table_write.TableWrite` asks its start, only about the (partition, bucket)s it writes, for the live files of a bucket (to compact
 them), the next sequence number of a bucket, a bucket's deletion vectors, a partition's dynamic-
 bucket hash index and, for cross-partition upserts, the keys of every live row. The table builds
 the start from its latest snapshot (``Table.new_write``); :class:`EmptyStart` is a table with
@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 
 
 class WriteStart(Protocol):
+    def restore(self, buckets: Sequence[tuple[tuple[object, ...], int]]) -> None:
+        """Read what the writer needs of these (partition values, bucket)s at once (a hint:
+        :meth:`files` and :meth:`next_sequence` restore any bucket they are asked about)."""
+        ...
+
     def files(self, partition: tuple[object, ...], bucket: int) -> Sequence[DataFileMeta]:
         """The live files of a bucket."""
         ...
@@ -45,6 +50,9 @@ class WriteStart(Protocol):
 
 class EmptyStart:
     """The start of a write to an empty table."""
+
+    def restore(self, buckets: Sequence[tuple[tuple[object, ...], int]]) -> None:
+        return None
 
     def files(self, partition: tuple[object, ...], bucket: int) -> Sequence[DataFileMeta]:
         return ()

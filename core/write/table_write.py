@@ -247,20 +247,24 @@ class TableWrite:
             buckets = bucket_ids([table.column(k) for k in self._bucket_keys], self._bucket).astype(np.int16)
         elif self._dynamic:
             hashes = hash_codes([table.column(k) for k in self._pk])
+        routed: list[tuple[tuple[object, ...], int, np.ndarray]] = []
         for values, rows in zip(partitions.values, partitions.row_indices, strict=True):
             if hashes is not None:
                 row_buckets = self._bucket_index(values).assign(hashes[rows]).astype(np.int16)
             elif buckets is None:
-                self._add(values, 0, table, rows, kinds[rows])
+                routed.append((values, 0, rows))
                 continue
             else:
                 row_buckets = buckets[rows]
             order = np.argsort(row_buckets, kind="stable")  # radix sort on int16: rows stay ascending per bucket
             sorted_buckets = row_buckets[order]
             cuts = np.flatnonzero(np.diff(sorted_buckets)) + 1
-            for chunk in np.split(order, cuts):
-                selected = rows[chunk]
-                self._add(values, int(row_buckets[chunk[0]]), table, selected, kinds[selected])
+            routed.extend((values, int(row_buckets[chunk[0]]), rows[chunk]) for chunk in np.split(order, cuts))
+        # what the writer has not seen yet is restored in one pass over the manifests
+        self._start.restore([(values, bucket) for values, bucket, _ in routed
+                             if (values, bucket) not in self._next_sequence])
+        for values, bucket, selected in routed:
+            self._add(values, bucket, table, selected, kinds[selected])
         self._relieve_memory()
 
     def _router_of(self) -> CrossPartitionRouter:
