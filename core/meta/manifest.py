@@ -20,7 +20,17 @@ import fastavro
 
 from ..errors import CorruptMetadataError, FileNotFoundStorageError
 from ..fs import join
-from .manifest_blocks import BlockInfo, parse_blocks, read_selected, write_indexed
+from .manifest_blocks import (
+    MIN_BLOCK_RECORDS,
+    BlockInfo,
+    Blocks,
+    RawBlock,
+    assemble,
+    parse_blocks,
+    raw_blocks,
+    read_selected,
+    write_indexed,
+)
 
 MANIFEST_VERSION = 2
 _CODECS = {"zstd": "zstandard", "snappy": "snappy", "deflate": "deflate", "null": "null", "none": "null"}
@@ -369,24 +379,99 @@ class ManifestFile:
             metas.append(self._write_one(f"{prefix}{len(metas)}", chunk, schema_id))
         return metas
 
-    def _write_one(self, name: str, entries: list[ManifestEntry], schema_id: int) -> ManifestFileMeta:
-        data = write_indexed(MANIFEST_ENTRY_SCHEMA, [_entry_to(e) for e in entries],
+    def _encode(self, entries: list[ManifestEntry]) -> bytes:
+        return write_indexed(MANIFEST_ENTRY_SCHEMA, [_entry_to(e) for e in entries],
                              [(e.partition, e.bucket) for e in entries], _CODECS.get(self.compression, "zstandard"))
+
+    def _write_one(self, name: str, entries: list[ManifestEntry], schema_id: int) -> ManifestFileMeta:
+        data = self._encode(entries)
         self.file_io.write_bytes(join(self.directory, name), data)
-        size = len(data)
-        buckets = [e.bucket for e in entries]
-        levels = [e.file.level for e in entries]
-        totals = {e.total_buckets for e in entries}
+        return self._meta(name, len(data), entries, schema_id)
+
+    def _meta(self, name: str, size: int, entries: Sequence[ManifestEntry], schema_id: int,
+              copied: Sequence[tuple[ManifestFileMeta, BlockInfo]] = ()) -> ManifestFileMeta:
+        """The metadata of a manifest holding ``entries`` and the ADD entries of the ``copied``
+        blocks (each with the manifest it came from, whose levels and bucket count bound its own)."""
+        buckets = [e.bucket for e in entries] + [b for _, i in copied for b in (i.min_bucket, i.max_bucket)]
+        sources = {m.file_name: m for m, _ in copied}.values()
+        levels = [e.file.level for e in entries] + [v for m in sources for v in (m.min_level, m.max_level)]
+        totals = {e.total_buckets for e in entries} | {m.total_buckets or -1 for m in sources}
         total = totals.pop() if len(totals) == 1 else None
         return ManifestFileMeta(
             file_name=name, file_size=size,
-            num_added_files=sum(1 for e in entries if e.kind is FileKind.ADD),
+            num_added_files=sum(1 for e in entries if e.kind is FileKind.ADD) + sum(i.count for _, i in copied),
             num_deleted_files=sum(1 for e in entries if e.kind is FileKind.DELETE),
-            partition_stats=self.partition_stats([e.partition for e in entries]),
-            schema_id=max([schema_id, *(e.file.schema_id for e in entries)]),
-            min_bucket=min(buckets), max_bucket=max(buckets), min_level=min(levels), max_level=max(levels),
+            partition_stats=self.partition_stats([e.partition for e in entries]
+                                                 + [p for _, i in copied for p in i.partitions]),
+            schema_id=max([schema_id, *(e.file.schema_id for e in entries), *(m.schema_id for m in sources)]),
+            min_bucket=min(buckets), max_bucket=max(buckets),
+            min_level=min(v for v in levels if v is not None), max_level=max(v for v in levels if v is not None),
             total_buckets=total if total is not None and total > 0 else None,
         )
+
+    def merge_run(self, run: Sequence[ManifestFileMeta], *, schema_id: int) -> list[ManifestFileMeta]:
+        """Merge consecutive manifests into new ones: ADD/DELETE pairs of one file cancel.
+
+        Blocks that no DELETE of the run can touch (another partition, or a bucket range without
+        a deleted file) are copied into the new manifest as they are, without being decoded,
+        when they are big enough and were written with this schema and codec by paimonflow; the
+        rest is decoded, replayed and written as new blocks. So merging a large manifest with a
+        few new small ones costs about the new entries, not the large one's."""
+        names = [m.file_name for m in run]
+        datas = [self.file_io.read_bytes(join(self.directory, n)) for n in names]
+        reference = self._encode([])  # an empty manifest: the header this writer writes
+        ours = parse_blocks(reference)
+        assert ours is not None
+        parsed: list[Blocks | None] = []
+        for m, data in zip(run, datas, strict=True):
+            try:
+                blocks = parse_blocks(data) if m.num_deleted_files == 0 else None
+            except (IndexError, ValueError):
+                blocks = None  # decoded below, where a damaged file is reported
+            same = blocks is not None and all(blocks.metadata.get(k) == ours.metadata.get(k)
+                                               for k in ("avro.schema", "avro.codec"))
+            parsed.append(blocks if same else None)
+        whole = {i: self._decode_all(names[i], datas[i]) for i, b in enumerate(parsed) if b is None}
+        touched = {(e.partition, e.bucket) for entries in whole.values() for e in entries if e.kind is FileKind.DELETE}
+        copied: list[tuple[ManifestFileMeta, BlockInfo]] = []
+        raw: list[RawBlock] = []
+        loose: list[ManifestEntry] = []
+        for i, blocks in enumerate(parsed):
+            if blocks is None:
+                loose.extend(whole[i])
+                continue
+            for j, info in enumerate(blocks.infos):
+                if info.count >= MIN_BLOCK_RECORDS and not _block_touches(info, touched):
+                    raw.append(RawBlock(info, blocks.body(datas[i], j)))
+                    copied.append((run[i], info))
+                else:
+                    records = list(read_selected(datas[i], blocks, lambda b, info=info: b is info))
+                    loose.extend(_decode(join(self.directory, names[i]), records, _entry_from))
+        live, orphan_deletes = merge_entries(loose)
+        rest = orphan_deletes + live  # deletes first: they cancel earlier adds, never later ones
+        if not raw:
+            return self.write(rest, schema_id=schema_id) if rest else []
+        rest = sorted(rest, key=_partition_bucket)
+        encoded = self._encode(rest)
+        blocks = parse_blocks(encoded)
+        assert blocks is not None
+        data = assemble(blocks.metadata, [*raw, *raw_blocks(encoded, blocks)])
+        name = f"manifest-{uuid.uuid4()}-0"
+        self.file_io.write_bytes(join(self.directory, name), data)
+        return [self._meta(name, len(data), rest, schema_id, copied)]
+
+    def _decode_all(self, file_name: str, data: bytes) -> list[ManifestEntry]:
+        path = join(self.directory, file_name)
+        try:
+            records = list(fastavro.reader(io.BytesIO(data)))
+        except Exception as exc:
+            raise CorruptMetadataError(path, f"unreadable Avro ({type(exc).__name__}: {exc})") from None
+        return _decode(path, records, _entry_from)
+
+
+def _block_touches(info: BlockInfo, touched: set[tuple[bytes, int]]) -> bool:
+    """Whether a block may hold an entry of one of the ``touched`` (partition, bucket)s."""
+    return any(p in info.partitions and info.min_bucket <= b <= info.max_bucket for p, b in touched)
 
 
 class ManifestList:
@@ -445,11 +530,7 @@ def merge_manifests(metas: list[ManifestFileMeta], manifest_file: ManifestFile, 
     def flush_run(force: bool) -> None:
         nonlocal run, run_size
         if len(run) >= merge_min_count or (force is False and run_size >= target_file_size and len(run) > 1):
-            entries: list[ManifestEntry] = []
-            for m in run:
-                entries.extend(manifest_file.read(m.file_name))
-            live, deletes = merge_entries(entries)
-            new = manifest_file.write(deletes + live, schema_id=schema_id) if (live or deletes) else []
+            new = manifest_file.merge_run(run, schema_id=schema_id)
             written.extend(m.file_name for m in new)
             result.extend(new)
         else:

@@ -43,11 +43,26 @@ class BlockInfo:
 
 @dataclass(frozen=True, slots=True)
 class Blocks:
-    """A parsed container file: its header bytes and each block's index entry and byte range."""
+    """A parsed container file: its header bytes and metadata, and each block's index entry and
+    byte range."""
 
     header: bytes
+    metadata: dict[str, bytes]
     infos: tuple[BlockInfo, ...]
     spans: tuple[tuple[int, int], ...]  # (start, end) of each block, sync marker included
+
+    def body(self, data: bytes, i: int) -> bytes:
+        """Block ``i`` as stored (record count, size, compressed records), without its sync marker."""
+        start, end = self.spans[i]
+        return data[start:end - _SYNC_SIZE]
+
+
+@dataclass(frozen=True, slots=True)
+class RawBlock:
+    """One block taken as it is from a container, to be written into another."""
+
+    info: BlockInfo
+    body: bytes
 
 
 def group_blocks(keys: Sequence[tuple[bytes, int]]) -> list[tuple[int, int]]:
@@ -117,7 +132,7 @@ def parse_blocks(data: bytes) -> Blocks | None:
     if not data.startswith(_MAGIC):
         return None
     pos = len(_MAGIC)
-    raw_index = None
+    metadata: dict[str, bytes] = {}
     while True:  # the metadata map: blocks of (key, value) pairs, ended by a zero count
         count, pos = _varint(data, pos)
         if count == 0:
@@ -130,11 +145,11 @@ def parse_blocks(data: bytes) -> Blocks | None:
             key = data[pos:pos + length]
             pos += length
             length, pos = _varint(data, pos)
-            if key == INDEX_KEY.encode():
-                raw_index = data[pos:pos + length]
+            metadata[key.decode("utf-8", "replace")] = data[pos:pos + length]
             pos += length
     pos += _SYNC_SIZE
     header = data[:pos]
+    raw_index = metadata.get(INDEX_KEY)
     if raw_index is None:
         return None
     try:
@@ -159,7 +174,7 @@ def parse_blocks(data: bytes) -> Blocks | None:
         spans.append((start, pos))
     if pos != len(data):
         return None
-    return Blocks(header=header, infos=infos, spans=tuple(spans))
+    return Blocks(header=header, metadata=metadata, infos=infos, spans=tuple(spans))
 
 
 def read_selected(data: bytes, blocks: Blocks, wanted: Callable[[BlockInfo], bool]) -> Iterable[dict[str, Any]]:
@@ -169,3 +184,46 @@ def read_selected(data: bytes, blocks: Blocks, wanted: Callable[[BlockInfo], boo
     if not chosen:
         return []
     return fastavro.reader(io.BytesIO(blocks.header + b"".join(chosen)))
+
+
+def _zigzag(value: int) -> bytes:
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _avro_bytes(value: bytes) -> bytes:
+    return _zigzag(len(value)) + value
+
+
+def assemble(metadata: dict[str, bytes], blocks: Sequence[RawBlock]) -> bytes:
+    """A container of ``blocks`` (copied as they are, so all written with the schema and codec
+    that ``metadata`` names) with a new sync marker and the index of those blocks."""
+    import os
+
+    partitions: dict[bytes, int] = {}
+    index_blocks = [[b.info.count, b.info.min_bucket, b.info.max_bucket,
+                     sorted({partitions.setdefault(p, len(partitions)) for p in b.info.partitions})] for b in blocks]
+    index = {"version": INDEX_VERSION, "partitions": [p.hex() for p in partitions], "blocks": index_blocks}
+    meta = {k: v for k, v in metadata.items() if k != INDEX_KEY}
+    meta[INDEX_KEY] = json.dumps(index, separators=(",", ":")).encode()
+    sync = os.urandom(_SYNC_SIZE)
+    out = [_MAGIC, _zigzag(len(meta))]
+    for key, value in meta.items():
+        out += [_avro_bytes(key.encode()), _avro_bytes(value)]
+    out += [_zigzag(0), sync]
+    for b in blocks:
+        out += [b.body, sync]
+    return b"".join(out)
+
+
+def raw_blocks(data: bytes, blocks: Blocks) -> list[RawBlock]:
+    """Every block of a parsed container, as it is stored."""
+    return [RawBlock(info, blocks.body(data, i)) for i, info in enumerate(blocks.infos)]

@@ -36,6 +36,9 @@ EXPIRING_PREFIX = "EXPIRING-"
 #: ``snapshot/ROLLBACK-<target>-<run id>``: a rollback (or a fast-forward) to ``target`` may be
 #: deleting the snapshots, tags and files after it; it holds its marker at most for the lease.
 ROLLBACK_PREFIX = "ROLLBACK-"
+# ``COMMIT-USER-<user>``: the id of the newest snapshot a commit user committed, written after
+# each identified commit. Only a hint (verified before use; Paimon's readers ignore it).
+COMMIT_USER_PREFIX = "COMMIT-USER-"
 ROLLBACK_LEASE_MILLIS = 3_600_000
 
 
@@ -289,18 +292,38 @@ class SnapshotManager:
         return None
 
     def latest_of_user(self, commit_user: str) -> Snapshot | None:
-        """The newest snapshot committed by ``commit_user`` (walking back; stops at expired ids)."""
+        """The newest snapshot committed by ``commit_user``, walking back from the latest one.
+
+        The user's hint (``COMMIT-USER-<user>``, written after its identified commits) names a
+        snapshot of that user: once read and checked (it exists and is that user's), the walk
+        stops above it. So the look-up reads the snapshots committed since the user's last
+        commit, plus that one: one snapshot when the user committed last (a retry), and every
+        retained snapshot for a user without a hint (its first commit, or a hint lost), as
+        Paimon's own look-up always does. The walk stops at the first missing (expired) id."""
         latest = self.latest_id()
         if latest is None:
             return None
-        earliest = self.earliest_id() or 1
-        for sid in range(latest, earliest - 1, -1):
+        floor, found = 0, None
+        hinted = self._read_hint(self.user_hint_name(commit_user))
+        if hinted is not None and hinted <= latest:
+            snap = self.try_snapshot(hinted)
+            if snap is not None and snap.commit_user == commit_user:
+                floor, found = hinted, snap  # only snapshots above it can be newer ones of the user
+        for sid in range(latest, floor, -1):
             snap = self.try_snapshot(sid)
             if snap is None:
-                return None
+                return found  # expired below this point
             if snap.commit_user == commit_user:
                 return snap
-        return None
+        return found
+
+    @staticmethod
+    def user_hint_name(commit_user: str) -> str:
+        return f"{COMMIT_USER_PREFIX}{commit_user}"
+
+    def write_user_hint(self, snapshot: Snapshot) -> None:
+        """Record ``snapshot`` as its commit user's newest (best effort: a hint)."""
+        self._write_hint(self.user_hint_name(snapshot.commit_user), snapshot.id)
 
     # -- writing -----------------------------------------------------------------------------
 

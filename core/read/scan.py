@@ -74,6 +74,10 @@ class ScanPlanner:
             predicate = bind_predicate(predicate, self._arrow, field_types(self._schema.fields))
         partition_keys = list(self._schema.partition_keys)
         partition_pred = predicate.only_on(set(partition_keys)) if predicate is not None and partition_keys else None
+        if predicate is not None and partition_keys:
+            # a file's statistics can only prune by the other columns (partition columns are constant in it)
+            others = {f.name for f in self._schema.fields} - set(partition_keys)
+            predicate = predicate.only_on(others)
         decoded: dict[bytes, tuple[object, ...]] = {}
         accepted: dict[bytes, bool] = {}
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}

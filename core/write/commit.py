@@ -118,7 +118,8 @@ class TableCommit:
 
         As in Paimon, identifiers of one user grow: the user's latest snapshot having an identifier
         at least ``commit_identifier`` means this one was committed (possibly in that snapshot or an
-        earlier one; the latest is reported). The look-up walks back from the latest snapshot.
+        earlier one; the latest is reported). The look-up walks back from the latest snapshot to
+        the user's last one (:meth:`~paimonflow.core.meta.snapshots.SnapshotManager.latest_of_user`).
         Batch commits (``BATCH_COMMIT_IDENTIFIER``) are never deduplicated, as in Paimon.
         """
         if commit_identifier == BATCH_COMMIT_IDENTIFIER:
@@ -350,6 +351,8 @@ class TableCommit:
                     self._sleep(attempt)
                     continue
                 if landed:
+                    if identifier != BATCH_COMMIT_IDENTIFIER:  # exactly-once look-ups start here
+                        self._snapshots.write_user_hint(snapshot)
                     return self._result(snapshot, [e for e in delta if e.kind is FileKind.ADD],
                                         [e for e in delta if e.kind is FileKind.DELETE], attempt)
                 # Lost the race: nothing we wrote is referenced by any snapshot. Remove it and replan.
