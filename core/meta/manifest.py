@@ -445,7 +445,7 @@ class ManifestFile:
                     raw.append(RawBlock(info, blocks.body(datas[i], j)))
                     copied.append((run[i], info))
                 else:
-                    records = list(read_selected(datas[i], blocks, lambda b, info=info: b is info))
+                    records = list(read_selected(datas[i], blocks, _this_block(info)))
                     loose.extend(_decode(join(self.directory, names[i]), records, _entry_from))
         live, orphan_deletes = merge_entries(loose)
         rest = orphan_deletes + live  # deletes first: they cancel earlier adds, never later ones
@@ -463,10 +463,14 @@ class ManifestFile:
     def _decode_all(self, file_name: str, data: bytes) -> list[ManifestEntry]:
         path = join(self.directory, file_name)
         try:
-            records = list(fastavro.reader(io.BytesIO(data)))
+            records = cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(data))))
         except Exception as exc:
             raise CorruptMetadataError(path, f"unreadable Avro ({type(exc).__name__}: {exc})") from None
         return _decode(path, records, _entry_from)
+
+
+def _this_block(info: BlockInfo) -> Callable[[BlockInfo], bool]:
+    return lambda candidate: candidate is info
 
 
 def _block_touches(info: BlockInfo, touched: set[tuple[bytes, int]]) -> bool:

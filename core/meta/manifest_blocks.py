@@ -18,7 +18,7 @@ import io
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 from fastavro.write import Writer
@@ -183,7 +183,8 @@ def read_selected(data: bytes, blocks: Blocks, wanted: Callable[[BlockInfo], boo
     chosen = [data[start:end] for info, (start, end) in zip(blocks.infos, blocks.spans, strict=True) if wanted(info)]
     if not chosen:
         return []
-    return fastavro.reader(io.BytesIO(blocks.header + b"".join(chosen)))
+    # every metadata schema is a record, so every datum is a dict (fastavro types any datum)
+    return cast(Iterable[dict[str, Any]], fastavro.reader(io.BytesIO(blocks.header + b"".join(chosen))))
 
 
 def _zigzag(value: int) -> bytes:

@@ -20,11 +20,11 @@ from ..fs import FileIO, join
 from ..options.core import CoreOptions
 from ..predicate import ColumnStats, Predicate
 from .manifest import (
+    EntryFilter,
     FileKind,
     ManifestEntry,
     ManifestFile,
     ManifestFileMeta,
-    EntryFilter,
     ManifestList,
     SimpleStats,
     merge_entries,
@@ -177,7 +177,8 @@ class ManifestIO:
             return None
         accepts = None
         if pruning is not None:
-            keys, types, known = self._partition_keys, self._partition_types, {}
+            keys, types = self._partition_keys, self._partition_types
+            known: dict[bytes, bool] = {}
 
             def accepts(partition: bytes) -> bool:
                 verdict = known.get(partition)
@@ -214,14 +215,14 @@ class ManifestIO:
         except Exception:
             return True  # statistics we cannot read prune nothing
         nulls = stats.null_counts or [None] * len(values)
+        lows_: list[Any] = list(lows)  # one type per column: comparable
+        highs_: list[Any] = list(highs)
         try:
-            for v, lo, hi, n in zip(values, lows, highs, nulls, strict=False):
-                if v is None:
-                    if n == 0:
-                        return False
-                elif lo is None or hi is None or v < lo or v > hi:
-                    if not (lo is None and hi is None and n is None):
-                        return False
+            for v, lo, hi, n in zip(values, lows_, highs_, nulls, strict=False):
+                unknown = lo is None and hi is None and n is None  # no statistics: cannot prune
+                if (v is None and n == 0) or (
+                        v is not None and not unknown and (lo is None or hi is None or v < lo or v > hi)):
+                    return False
         except TypeError:  # values that do not compare prune nothing
             return True
         return True

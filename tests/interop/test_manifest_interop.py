@@ -94,7 +94,7 @@ def test_pypaimon_reads_merged_block_indexed_manifests(tmp_path, grown):
 
 @pytest.mark.java
 def test_java_reads_merged_block_indexed_manifests(java_peer, grown):
-    wh, table, points = grown
+    wh, _, points = grown
     for sid, _ in points:
         java_peer.read(wh, "db.t", snapshot_id=sid)
     answers = java_peer.run()

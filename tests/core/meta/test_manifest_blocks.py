@@ -86,7 +86,7 @@ def test_a_plain_avro_reader_reads_an_indexed_manifest_and_the_index_names_each_
     assert sum(block[0] for block in index["blocks"]) == 500
     blocks = mb.parse_blocks(data)
     assert blocks is not None and len(blocks.infos) == len(index["blocks"]) > 1
-    for info, (start, end) in zip(blocks.infos, blocks.spans, strict=True):
+    for info in blocks.infos:
         records = list(mb.read_selected(data, blocks, lambda i, info=info: i is info))
         assert len(records) == info.count
         assert {r["_PARTITION"] for r in records} == set(info.partitions)
@@ -122,21 +122,28 @@ def _file_record(e: ManifestEntry) -> dict:
     return _entry_to(e)["_FILE"]
 
 
+def _apply(operations, live: dict) -> list[ManifestEntry]:
+    """The entries of ("add" | "delete", name, partition, bucket) operations on the live set
+    ``live`` (updated): adds of live files and deletes of absent ones are skipped."""
+    entries = []
+    for op, *ident in operations:
+        key = tuple(ident)
+        if op == "add" and key not in live:
+            live[key] = True
+            entries.append(_entry(FileKind.ADD, *key))
+        elif op == "delete" and key in live:
+            del live[key]
+            entries.append(_entry(FileKind.DELETE, *key))
+    return entries
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["add", "delete"]), st.integers(0, 30), partitions, st.integers(0, 3)),
                 min_size=1, max_size=80))
 def test_sorting_a_manifest_keeps_what_replaying_it_gives(tmp_path_factory, operations):
     """Entries of one file keep their relative order (the sort is stable and a file's identity
     includes its partition and bucket), so replaying a sorted manifest gives the same live set."""
-    entries, live = [], {}
-    for op, n, p, b in operations:
-        ident = (f"f{n}", p, b)
-        if op == "add" and ident not in live:
-            live[ident] = True
-            entries.append(_entry(FileKind.ADD, *ident))
-        elif op == "delete" and ident in live:
-            del live[ident]
-            entries.append(_entry(FileKind.DELETE, *ident))
+    entries = _apply([(op, f"f{n}", p, b) for op, n, p, b in operations], {})
     files = ManifestFile(LocalFileIO(), str(tmp_path_factory.mktemp("m")), partition_stats=_stats)
     metas = files.write(entries, schema_id=0)
     replayed, orphans = merge_entries([e for m in metas for e in files.read(m.file_name)])
@@ -189,15 +196,7 @@ def test_merging_with_copied_blocks_keeps_the_live_set(tmp_path_factory, commits
     base: list = []
     live: dict[tuple, bool] = {}
     for ops in commits:
-        delta = []
-        for op, n, p, b in ops:
-            ident = (f"f{n}", bytes([p]) * 8, b)
-            if op == "add" and ident not in live:
-                live[ident] = True
-                delta.append(_entry(FileKind.ADD, *ident))
-            elif op == "delete" and ident in live:
-                del live[ident]
-                delta.append(_entry(FileKind.DELETE, *ident))
+        delta = _apply([(op, f"f{n}", bytes([p]) * 8, b) for op, n, p, b in ops], live)
         if not delta:
             continue
         base = _merge(files, base + files.write(delta, schema_id=0), min_count)

@@ -132,7 +132,7 @@ def _lookups(table, user: str, identifier: int) -> tuple[object, int]:
 
 
 def test_exactly_once_reads_only_the_snapshots_since_the_users_last_commit(tmp_path):
-    catalog, table = _table(tmp_path, {"write-only": "true"}, file_io=CountingFileIO())
+    _, table = _table(tmp_path, {"write-only": "true"}, file_io=CountingFileIO())
     for i in range(60):
         user = "daily" if i == 20 else "hourly"
         table.write(_rows(DAYS[i % 8], [i]), commit_user=user, commit_identifier=i + 1)
@@ -150,7 +150,7 @@ def test_exactly_once_reads_only_the_snapshots_since_the_users_last_commit(tmp_p
 
 
 def test_a_wrong_or_lost_user_hint_never_changes_the_answer(tmp_path):
-    catalog, table = _table(tmp_path, {"write-only": "true"}, file_io=CountingFileIO())
+    _, table = _table(tmp_path, {"write-only": "true"}, file_io=CountingFileIO())
     for i in range(12):
         table.write(_rows(DAYS[0], [i]), commit_user="a" if i % 2 else "b", commit_identifier=i + 1)
     hint = f"{table.snapshot_manager.directory}/{COMMIT_USER_PREFIX}a"
