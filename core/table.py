@@ -445,7 +445,7 @@ class Table:
         planner = ScanPlanner(table_path=self.path, schema=schema, options=options, schemas=self._schema_by_id)
         splits = planner.plan(entries, filter, level_filter=level_filter)
         if options.deletion_vectors and splits:
-            vectors = self.deletion_vectors(snapshot)
+            vectors = self.deletion_vectors(snapshot, [(s.partition, s.bucket) for s in splits])
             splits = [replace(s, deletion_vectors=vectors.get((s.partition, s.bucket), {})) for s in splits]
         return splits
 
@@ -455,17 +455,21 @@ class Table:
             return []
         return self.index_manifest.read(snapshot.index_manifest)
 
-    def deletion_vectors(self, snapshot: Snapshot | None) -> dict:
-        """``{(partition values, bucket): {data file name: BitMap}}`` of ``snapshot``."""
+    def deletion_vectors(self, snapshot: Snapshot | None, buckets=None) -> dict:
+        """``{(partition values, bucket): {data file name: BitMap}}`` of ``snapshot``; with
+        ``buckets`` (a collection of (partition values, bucket)), only the deletion-vector files
+        of those buckets are read."""
         from .meta.index_files import DELETION_VECTORS, read_dv_file
 
         partition_types = [self.arrow_schema.field(k).type for k in self.partition_keys]
+        wanted = None if buckets is None else {(tuple(p), b) for p, b in buckets}
         out: dict = {}
         for e in self.index_entries(snapshot):
             if e.file.index_type != DELETION_VECTORS:
                 continue
             key = (tuple(deserialize_row(e.partition, partition_types)), e.bucket)
-            out.setdefault(key, {}).update(read_dv_file(self.file_io, self.index_dir, e.file))
+            if wanted is None or key in wanted:
+                out.setdefault(key, {}).update(read_dv_file(self.file_io, self.index_dir, e.file))
         return out
 
     def index_files_of(self, snapshot: Snapshot | None, index_type: str) -> dict:
@@ -586,7 +590,7 @@ class SnapshotStart:
         self._table, self._snapshot, self._overwrite = table, snapshot, overwrite
         self._partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
         self._live: dict[tuple[bytes, int], list] = {}  # the live files of each bucket restored so far
-        self._vectors: tuple[dict, dict] | None = None
+        self._vector_files: dict | None = None
         self._hash_files: dict | None = None
 
     def restore(self, buckets) -> None:
@@ -620,11 +624,11 @@ class SnapshotStart:
     def deletion_vectors(self, partition: tuple[object, ...], bucket: int):
         from .meta.index_files import DELETION_VECTORS
 
-        if self._vectors is None:
-            self._vectors = (self._table.deletion_vectors(self._snapshot),
-                             self._table.index_files_of(self._snapshot, DELETION_VECTORS))
-        vectors, files = self._vectors
-        return vectors.get((tuple(partition), bucket), {}), files.get((tuple(partition), bucket), [])
+        if self._vector_files is None:  # the index manifest: metadata of every index file
+            self._vector_files = self._table.index_files_of(self._snapshot, DELETION_VECTORS)
+        key = (tuple(partition), bucket)
+        vectors = self._table.deletion_vectors(self._snapshot, [key]) if key in self._vector_files else {}
+        return vectors.get(key, {}), self._vector_files.get(key, [])
 
     def hash_index(self, partition: tuple[object, ...]) -> dict:
         from .meta.index_files import HASH, read_hash_file
