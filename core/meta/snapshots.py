@@ -12,6 +12,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -24,7 +25,7 @@ from ..errors import (
     SnapshotNotFoundError,
     StorageError,
 )
-from ..fs import join
+from ..fs import LocalFileIO, join
 from .layout import MAIN_BRANCH, branch_root
 from .metafile import load_object, read_hint, write_hint
 
@@ -39,6 +40,7 @@ ROLLBACK_PREFIX = "ROLLBACK-"
 # ``COMMIT-USER-<user>``: the id of the newest snapshot a commit user committed, written after
 # each identified commit. Only a hint (verified before use; Paimon's readers ignore it).
 COMMIT_USER_PREFIX = "COMMIT-USER-"
+_REMOTE_READ_WINDOW = 16  # snapshots read at once by a long walk on an object store
 ROLLBACK_LEASE_MILLIS = 3_600_000
 
 
@@ -309,13 +311,25 @@ class SnapshotManager:
             snap = self.try_snapshot(hinted)
             if snap is not None and snap.commit_user == commit_user:
                 floor, found = hinted, snap  # only snapshots above it can be newer ones of the user
-        for sid in range(latest, floor, -1):
-            snap = self.try_snapshot(sid)
+        for snap in self._walk_back(latest, floor):
             if snap is None:
                 return found  # expired below this point
             if snap.commit_user == commit_user:
                 return snap
         return found
+
+    def _walk_back(self, start: int, stop: int) -> Iterator[Snapshot | None]:
+        """Snapshots ``start``, ``start - 1``, ... down to ``stop + 1`` (None for a missing one).
+        On a local disk one read at a time; on an object store in windows of parallel reads
+        (a GET costs milliseconds there), so a long walk costs a fraction of its round trips."""
+        window = 1 if isinstance(self.file_io, LocalFileIO) else _REMOTE_READ_WINDOW
+        ids = range(start, stop, -1)
+        if window == 1:
+            yield from (self.try_snapshot(sid) for sid in ids)
+            return
+        with ThreadPoolExecutor(max_workers=window) as pool:
+            for first in range(0, len(ids), window):
+                yield from pool.map(self.try_snapshot, ids[first:first + window])
 
     @staticmethod
     def user_hint_name(commit_user: str) -> str:

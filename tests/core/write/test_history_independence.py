@@ -175,3 +175,21 @@ def test_a_wrong_or_lost_user_hint_never_changes_the_answer(tmp_path):
     found, _ = _lookups(table, "a", 13)
     assert found is None  # a's identifier 13 was rolled back: committing it again is right
     assert table.write(_rows(DAYS[0], [300]), commit_user="a", commit_identifier=13).already_committed is False
+
+
+@pytest.mark.s3
+def test_the_look_up_walks_an_object_store_in_parallel_windows(s3_bucket, s3_storage_options):
+    """On S3 a walk reads snapshots 16 at a time; the answers are those of the local walk."""
+    catalog = Catalog(f"s3://{s3_bucket}/wh", storage_options=s3_storage_options)
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                 options={"bucket": "2", "write-only": "true"})
+    for i in range(40):
+        table.write(_rows(DAYS[i % 2], [i]), commit_user="early" if i == 3 else "hourly", commit_identifier=i + 1)
+    table.file_io.delete(f"{table.snapshot_manager.directory}/{COMMIT_USER_PREFIX}early")  # no hint: a full walk
+    early = table.new_commit("early").already_committed(4)
+    assert early is not None and early.id == 4
+    assert table.new_commit("early").already_committed(5) is None
+    assert table.new_commit("nobody").already_committed(1) is None
+    latest = table.new_commit("hourly").already_committed(40)
+    assert latest is not None and latest.id == 40
