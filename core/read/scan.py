@@ -284,10 +284,7 @@ class SplitReader:
             raw = opened.read([*physical, *extra])
             values = evolve_table(raw, data_schema, self._schema, decoded)
         if constant:
-            rows = raw.num_rows
-            arrays = {name: pa.nulls(rows, self._arrow.field(name).type) if value is None
-                      else pa.repeat(pa.scalar(value, self._arrow.field(name).type), rows)
-                      for name, value in constant.items()}
+            arrays = self._constant_arrays(constant, raw.num_rows)
             values = pa.Table.from_arrays([arrays[c] if c in arrays else values.column(c) for c in columns],
                                           schema=pa.schema([self._arrow.field(c) for c in columns]))
         for name in extra:
@@ -328,6 +325,14 @@ class SplitReader:
     #: exactly the value stored in the file's rows
     _CONSTANT_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer,
                        pa.types.is_boolean, pa.types.is_date32)
+
+    def _constant_arrays(self, values: Mapping[str, object], rows: int) -> dict[str, pa.Array]:
+        """Columns of ``rows`` copies of each of ``values`` (column name -> value)."""
+        out = {}
+        for name, value in values.items():
+            dtype = self._arrow.field(name).type
+            out[name] = pa.nulls(rows, dtype) if value is None else pa.repeat(pa.scalar(value, dtype), rows)
+        return out
 
     def _constant_columns(self, split: Split, data_schema: TableSchema, columns: Sequence[str]) -> dict[str, object]:
         """The partition columns among ``columns`` that are filled from the split's partition
@@ -430,7 +435,10 @@ class SplitReader:
         ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
         system = [df.SEQUENCE_NUMBER, df.VALUE_KIND] if sequence_numbers or not ordered else [df.VALUE_KIND]
         output = [*wanted, *([df.SEQUENCE_NUMBER] if sequence_numbers else []), df.VALUE_KIND]
-        value_columns = [c for c in wanted if c not in key_columns]
+        # partition columns of files that all hold the read schema's columns: filled after the take
+        constant = self._constant_columns(split, self._schema, wanted) \
+            if all(self._is_unevolved(self._schemas(f.schema_id)) for f in files) else {}
+        value_columns = [c for c in wanted if c not in key_columns and c not in constant]
         with contextlib.ExitStack() as stack:
             # each file stays open between the passes (one footer parse), unless there are many
             opened = [stack.enter_context(self._open_file(split, f)) if len(files) <= _FILES_KEPT_OPEN else None
@@ -469,7 +477,14 @@ class SplitReader:
                     for name in value_columns:  # keep the field (nullability included), not just the name
                         part = part.append_column(values.schema.field(name), values.column(name))
                 pieces.append(part)
-        return pa.concat_tables(pieces).take(pa.array(winners)).select(output)
+        result = pa.concat_tables(pieces).take(pa.array(winners))
+        if constant:
+            rows = result.num_rows
+            filled = self._constant_arrays(constant, rows)
+            return pa.Table.from_arrays([filled[c] if c in filled else result.column(c) for c in output],
+                                        schema=pa.schema([self._arrow.field(c) if c in filled else result.schema.field(c)
+                                                          for c in output]))
+        return result.select(output)
 
     def _empty_merge_result(self, wanted: list[str], sequence_numbers: bool) -> pa.Table:
         table = df.with_system_columns(self.output_schema(wanted).empty_table())
