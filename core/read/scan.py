@@ -364,7 +364,7 @@ class SplitReader:
             columns = list(dict.fromkeys([*columns, *self._arrow.names]))
         elif merge_spec_for(self._schema, self._options, keep_deletes=False) is None:
             return self._deduplicate_files(split, needed, sequence_fields, drop_retractions=True,
-                                           sequence_numbers=False).select(needed)
+                                           system_columns=False)
         return self.merge_files(split, columns, drop_retractions=True).select(needed)
 
     def merge_files(self, split: Split, columns: Sequence[str] | None = None, *,
@@ -422,31 +422,32 @@ class SplitReader:
         return table.filter(pa.array(keep)).select([*wanted, *system])
 
     def _deduplicate_files(self, split: Split, wanted: list[str], sequence_fields: list[str],
-                           drop_retractions: bool, *, sequence_numbers: bool = True) -> pa.Table:
+                           drop_retractions: bool, *, system_columns: bool = True) -> pa.Table:
         """Deduplicate in two passes over files opened once: keys, sequence fields and system
         columns of every file decide the newest row of each key; the other columns are then
         decoded only from files that hold a winner, and the winners are gathered in one take.
         Files whose rows were all superseded (the usual case for older runs after updates) never
-        have their values decoded. Without ``sequence_numbers`` the result has no
-        ``_SEQUENCE_NUMBER`` column, and the column is not even read when the files' sequence
-        ranges do not overlap (a row's position then orders it after every older row of its key)."""
+        have their values decoded. Without ``system_columns`` the result has only ``wanted``, and
+        ``_SEQUENCE_NUMBER`` is not even read when the files' sequence ranges do not overlap (a
+        row's position then orders it after every older row of its key)."""
         files = split.files
         key_columns = list(dict.fromkeys([*self._keys, *sequence_fields]))
         ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
-        system = [df.SEQUENCE_NUMBER, df.VALUE_KIND] if sequence_numbers or not ordered else [df.VALUE_KIND]
-        output = [*wanted, *([df.SEQUENCE_NUMBER] if sequence_numbers else []), df.VALUE_KIND]
+        system = [df.SEQUENCE_NUMBER, df.VALUE_KIND] if system_columns or not ordered else [df.VALUE_KIND]
+        output = [*wanted, df.SEQUENCE_NUMBER, df.VALUE_KIND] if system_columns else list(wanted)
         # partition columns of files that all hold the read schema's columns: filled after the take
         constant = self._constant_columns(split, self._schema, wanted) \
             if all(self._is_unevolved(self._schemas(f.schema_id)) for f in files) else {}
         value_columns = [c for c in wanted if c not in key_columns and c not in constant]
         with contextlib.ExitStack() as stack:
             # each file stays open between the passes (one footer parse), unless there are many
-            opened = [stack.enter_context(self._open_file(split, f)) if len(files) <= _FILES_KEPT_OPEN else None
-                      for f in files]
-            parts = [self._read_file(split, f, key_columns, system=system, opened=o) for f, o in zip(files, opened, strict=True)]
+            keep_open = len(files) <= _FILES_KEPT_OPEN
+            opened = [stack.enter_context(self._open_file(split, f)) if keep_open else None for f in files]
+            parts = [self._read_file(split, f, key_columns, system=system, opened=o)
+                     for f, o in zip(files, opened, strict=True)]
             table = pa.concat_tables(parts)
             if table.num_rows == 0:
-                return self._empty_merge_result(wanted, sequence_numbers)
+                return self._empty_merge_result(wanted, system_columns)
             order = merge_order(table, self._keys, None if ordered else df.SEQUENCE_NUMBER, sequence_fields,
                                 self._options.sequence_descending, positions_are_arrival=ordered,
                                 kinds=df.VALUE_KIND if self._options.row_kind_flag else None)
@@ -456,7 +457,7 @@ class SplitReader:
                 keep &= (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
             winners = np.asarray(order[keep], dtype=np.int64)  # rows of the concatenated files, in key order
             if not len(winners):
-                return self._empty_merge_result(wanted, sequence_numbers)
+                return self._empty_merge_result(wanted, system_columns)
             # Decode the values of the files holding a winner only; renumber the winners' rows
             # as rows of the concatenation of those files.
             rows = np.array([p.num_rows for p in parts], dtype=np.int64)
@@ -477,15 +478,15 @@ class SplitReader:
                     for name in value_columns:  # keep the field (nullability included), not just the name
                         part = part.append_column(values.schema.field(name), values.column(name))
                 pieces.append(part)
-        result = pa.concat_tables(pieces).take(pa.array(winners))
-        if constant:
-            rows = result.num_rows
-            filled = self._constant_arrays(constant, rows)
-            return pa.Table.from_arrays([filled[c] if c in filled else result.column(c) for c in output],
-                                        schema=pa.schema([self._arrow.field(c) if c in filled else result.schema.field(c)
-                                                          for c in output]))
-        return result.select(output)
+        gathered = [c for c in output if c not in constant]
+        result = pa.concat_tables(pieces).select(gathered).take(pa.array(winners))
+        if not constant:
+            return result
+        filled = self._constant_arrays(constant, result.num_rows)
+        fields = [self._arrow.field(c) if c in filled else result.schema.field(c) for c in output]
+        return pa.Table.from_arrays([filled[c] if c in filled else result.column(c) for c in output],
+                                    schema=pa.schema(fields))
 
-    def _empty_merge_result(self, wanted: list[str], sequence_numbers: bool) -> pa.Table:
-        table = df.with_system_columns(self.output_schema(wanted).empty_table())
-        return table if sequence_numbers else table.drop_columns([df.SEQUENCE_NUMBER])
+    def _empty_merge_result(self, wanted: list[str], system_columns: bool) -> pa.Table:
+        table = self.output_schema(wanted).empty_table()
+        return df.with_system_columns(table) if system_columns else table
