@@ -6,6 +6,12 @@ file. Primary-key splits are merged: rows of all files are sorted by (key, seque
 with a stable vectorized sort, the newest row of each key wins, and retractions (-U, -D) drop
 the key. Results come as a pyarrow Table or as a stream of record batches, one split at a time,
 so memory is bounded by the largest split.
+
+What a read decodes is kept small: a deduplicating merge reads keys and row kinds first, then
+the values only of files holding a winner (each file opened once for both passes);
+``_SEQUENCE_NUMBER`` is read only when the files' sequence ranges overlap; partition columns
+are filled from the split's partition values rather than decoded. Splits are read by two
+threads (pyarrow and numpy release the GIL).
 """
 
 from __future__ import annotations
