@@ -228,19 +228,42 @@ def iter_file_batches(stream: object, file_format: str, columns: Sequence[str], 
 
 def decode_file(data_or_stream: object, file_format: str, columns: Sequence[str] | None) -> pa.Table:
     """Read a data file (all columns, or ``columns``) into an Arrow table."""
-    if file_format == "parquet":
-        return pq.ParquetFile(data_or_stream).read(columns=list(columns) if columns is not None else None,
-                                                   use_threads=False)
-    if file_format == "orc":
-        import pyarrow.orc as orc
+    return OpenDataFile(data_or_stream, file_format).read(columns)
 
-        return orc.ORCFile(data_or_stream).read(columns=list(columns) if columns is not None else None)
-    if file_format == "avro":
-        from .avro_data import read_avro_table
 
-        table = read_avro_table(data_or_stream)
-        return table.select(list(columns)) if columns is not None else table
-    raise UnsupportedError(f"file.format={file_format!r}")
+class OpenDataFile:
+    """A data file opened once (for Parquet: its footer parsed once) whose columns can be read
+    in several passes, e.g. the keys first and the values only if some row of the file is
+    needed. Each :meth:`read` decodes only the columns asked for; the stream stays the
+    caller's to close."""
+
+    __slots__ = ("_file", "_format")
+
+    def __init__(self, data_or_stream: object, file_format: str) -> None:
+        self._format = file_format
+        self._file: Any
+        if file_format == "parquet":
+            self._file = pq.ParquetFile(data_or_stream)
+        elif file_format == "orc":
+            import pyarrow.orc as orc
+
+            self._file = orc.ORCFile(data_or_stream)
+        elif file_format == "avro":
+            from .avro_data import read_avro_table
+
+            self._file = read_avro_table(data_or_stream)  # row-oriented: decoded whole, once
+        else:
+            raise UnsupportedError(f"file.format={file_format!r}")
+
+    def read(self, columns: Sequence[str] | None) -> pa.Table:
+        """The file's ``columns`` (all if None), as stored."""
+        wanted = list(columns) if columns is not None else None
+        if self._format == "parquet":
+            # one thread per file: callers read files (splits) in parallel already
+            return self._file.read(columns=wanted, use_threads=False)
+        if self._format == "orc":
+            return self._file.read(columns=wanted)
+        return self._file.select(wanted) if wanted is not None else self._file
 
 
 def row_kind_counts(kinds: np.ndarray) -> int:

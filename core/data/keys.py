@@ -15,12 +15,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
-def merge_order(table: pa.Table, keys: Sequence[str], arrival: str | np.ndarray,
+def merge_order(table: pa.Table, keys: Sequence[str], arrival: str | np.ndarray | None,
                 sequence_fields: Sequence[str] = (), descending: bool = False, *,
                 positions_are_arrival: bool = False, kinds: str | np.ndarray | None = None) -> np.ndarray:
     """Indices sorting ``table`` by key, then oldest to newest.
 
-    ``arrival`` (a column name or an array) orders rows with equal keys and equal sequence fields.
+    ``arrival`` (a column name or an array) orders rows with equal keys and equal sequence fields;
+    None means the rows' positions (only with ``positions_are_arrival``).
     With ``kinds`` (a row-kind column name or array) a retraction is older than an insert or update
     with equal sequence fields (``sequence.auto-padding = row-kind-flag``).
     With ``positions_are_arrival`` the caller promises that among rows with equal keys, position
@@ -30,6 +31,10 @@ def merge_order(table: pa.Table, keys: Sequence[str], arrival: str | np.ndarray,
     if not sequence_fields and positions_are_arrival and len(keys) == 1 \
             and pa.types.is_integer(table.column(keys[0]).type) and table.column(keys[0]).null_count == 0:
         return np.argsort(table.column(keys[0]).to_numpy(), kind="stable")
+    if arrival is None:
+        if not positions_are_arrival:
+            raise ValueError("arrival=None needs positions_are_arrival")
+        arrival = np.arange(table.num_rows, dtype=np.int64)
     arrival_values = table.column(arrival) if isinstance(arrival, str) else pa.array(arrival, pa.int64())
     order = "descending" if descending else "ascending"
     nulls = "at_start"  # a null sequence value is the oldest, whatever the order

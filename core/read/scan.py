@@ -6,10 +6,17 @@ file. Primary-key splits are merged: rows of all files are sorted by (key, seque
 with a stable vectorized sort, the newest row of each key wins, and retractions (-U, -D) drop
 the key. Results come as a pyarrow Table or as a stream of record batches, one split at a time,
 so memory is bounded by the largest split.
+
+What a read decodes is kept small: a deduplicating merge reads keys and row kinds first, then
+the values only of files holding a winner (each file opened once for both passes);
+``_SEQUENCE_NUMBER`` is read only when the files' sequence ranges overlap; partition columns
+are filled from the split's partition values rather than decoded. Splits are read by two
+threads (pyarrow and numpy release the GIL).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,6 +43,7 @@ from ..options.merge import merge_spec_for
 from ..predicate import ColumnStats, Predicate, filter_table
 from .evolution import evolve_table
 
+_FILES_KEPT_OPEN = 32  # a two-pass merge of more files reopens them for the second pass
 ROW_POSITION = "_ROW_POSITION"  # a row's position in its data file (deletion vectors address rows by it)
 
 
@@ -176,6 +184,9 @@ class SplitReader:
         # LookupMergeFunction: level 0 plus the lowest level above it (first-row is not wrapped)
         self._lookup_merge = (options.changelog_producer.value == "lookup" or options.deletion_vectors) \
             and options.merge_engine.value != "first-row"
+        self._partition_index = {k: i for i, k in enumerate(schema.partition_keys)}
+        self._unevolved: dict[int, bool] = {}  # schema id of a data file -> same fields as the read schema
+        self._directories: dict[tuple[tuple[object, ...], int], str] = {}
 
     def output_schema(self, columns: Sequence[str] | None) -> pa.Schema:
         if columns is None:
@@ -260,25 +271,92 @@ class SplitReader:
         return bind_predicate(predicate, self._arrow, field_types(self._schema.fields))
 
     def _read_file(self, split: Split, f: DataFileMeta, columns: list[str], *, system: Sequence[str] = (),
-                   positions: bool = False) -> pa.Table:
+                   positions: bool = False, opened: df.OpenDataFile | None = None) -> pa.Table:
         """One file's ``columns`` (current names), evolved to the current schema, plus the
-        ``system`` columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) as stored."""
+        ``system`` columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) as stored. ``opened`` is the
+        file already opened by :meth:`_open_file` (for reads in several passes)."""
+        if opened is None:
+            with self._open_file(split, f) as opened:
+                return self._read_file(split, f, columns, system=system, positions=positions, opened=opened)
         data_schema = self._schemas(f.schema_id)
-        current_ids = {fld.name: fld.id for fld in self._schema.fields}
-        data_names = {fld.id: fld.name for fld in data_schema.fields}
-        physical = [data_names[current_ids[c]] for c in columns if current_ids[c] in data_names]
         extra = list(system)
-        directory = bucket_directory(self._path, self._schema, self._options, split.partition, split.bucket)
-        path = f.external_path or join(directory, f.file_name)
-        with self._file_io.open_input(path) as stream:
-            raw = df.decode_file(stream, df.format_of(f.file_name), [*physical, *extra])
-        values = evolve_table(raw, data_schema, self._schema, columns)
+        constant = self._constant_columns(split, data_schema, columns)
+        decoded = [c for c in columns if c not in constant] if constant else columns
+        if constant and not decoded and not extra:  # something must be read to know the row count
+            constant, decoded = {}, columns
+        if self._is_unevolved(data_schema):
+            raw = opened.read([*decoded, *extra])
+            values = self._as_read_schema(raw, data_schema, decoded)
+        else:
+            current_ids = {fld.name: fld.id for fld in self._schema.fields}
+            data_names = {fld.id: fld.name for fld in data_schema.fields}
+            physical = [data_names[current_ids[c]] for c in decoded if current_ids[c] in data_names]
+            raw = opened.read([*physical, *extra])
+            values = evolve_table(raw, data_schema, self._schema, decoded)
+        if constant:
+            arrays = self._constant_arrays(constant, raw.num_rows)
+            values = pa.Table.from_arrays([arrays[c] if c in arrays else values.column(c) for c in columns],
+                                          schema=pa.schema([self._arrow.field(c) for c in columns]))
         for name in extra:
             values = values.append_column(name, raw.column(name))
         if positions:
             values = values.append_column(ROW_POSITION, pa.array(np.arange(values.num_rows, dtype=np.int64)))
         keep = deleted_mask((split.deletion_vectors or {}).get(f.file_name), values.num_rows)
         return values if keep is None else values.filter(pa.array(keep))
+
+    @contextlib.contextmanager
+    def _open_file(self, split: Split, f: DataFileMeta) -> Iterator[df.OpenDataFile]:
+        """``f`` opened for reading in one or more passes (closed on exit)."""
+        where = (split.partition, split.bucket)
+        directory = self._directories.get(where)
+        if directory is None:
+            directory = self._directories[where] = bucket_directory(
+                self._path, self._schema, self._options, split.partition, split.bucket)
+        with self._file_io.open_input(f.external_path or join(directory, f.file_name)) as stream:
+            yield df.OpenDataFile(stream, df.format_of(f.file_name))
+
+    def _is_unevolved(self, data_schema: TableSchema) -> bool:
+        """True if files written under ``data_schema`` have exactly the read schema's columns
+        (same ids, names and types): they need no schema evolution."""
+        same = self._unevolved.get(data_schema.id)
+        if same is None:
+            same = self._unevolved[data_schema.id] = data_schema.fields == self._schema.fields
+        return same
+
+    def _as_read_schema(self, raw: pa.Table, data_schema: TableSchema, columns: list[str]) -> pa.Table:
+        """``columns`` of ``raw`` (a file written under the read schema) with the read schema's
+        fields; the general evolution when the file stored other Arrow types."""
+        fields = [self._arrow.field(c) for c in columns]
+        if all(raw.schema.field(c).type == fld.type for c, fld in zip(columns, fields, strict=True)):
+            return pa.Table.from_arrays([raw.column(c) for c in columns], schema=pa.schema(fields))
+        return evolve_table(raw, data_schema, self._schema, columns)
+
+    #: partition column types whose value, decoded from the split's partition BinaryRow, is
+    #: exactly the value stored in the file's rows
+    _CONSTANT_TYPES = (pa.types.is_string, pa.types.is_large_string, pa.types.is_integer,
+                       pa.types.is_boolean, pa.types.is_date32)
+
+    def _constant_arrays(self, values: Mapping[str, object], rows: int) -> dict[str, pa.Array]:
+        """Columns of ``rows`` copies of each of ``values`` (column name -> value)."""
+        out = {}
+        for name, value in values.items():
+            dtype = self._arrow.field(name).type
+            out[name] = pa.nulls(rows, dtype) if value is None else pa.repeat(pa.scalar(value, dtype), rows)
+        return out
+
+    def _constant_columns(self, split: Split, data_schema: TableSchema, columns: Sequence[str]) -> dict[str, object]:
+        """The partition columns among ``columns`` that are filled from the split's partition
+        values instead of being decoded (every row of a file holds its partition's values),
+        with those values. Only columns that did not evolve since the file was written and whose
+        type round-trips exactly through the partition BinaryRow."""
+        if not self._partition_index or not split.partition or not self._is_unevolved(data_schema):
+            return {}
+        out = {}
+        for name in columns:
+            i = self._partition_index.get(name)
+            if i is not None and any(test(self._arrow.field(name).type) for test in self._CONSTANT_TYPES):
+                out[name] = split.partition[i]
+        return out
 
     def _merge(self, split: Split, needed: list[str]) -> pa.Table:
         sequence_fields = list(self._options.sequence_field or ())
@@ -294,6 +372,9 @@ class SplitReader:
         if self._options.merge_engine.value != "deduplicate":
             # the engine's rules may name any column (sequence groups, aggregates): merge whole rows
             columns = list(dict.fromkeys([*columns, *self._arrow.names]))
+        elif merge_spec_for(self._schema, self._options, keep_deletes=False) is None:
+            return self._deduplicate_files(split, needed, sequence_fields, drop_retractions=True,
+                                           system_columns=False)
         return self.merge_files(split, columns, drop_retractions=True).select(needed)
 
     def merge_files(self, split: Split, columns: Sequence[str] | None = None, *,
@@ -351,45 +432,71 @@ class SplitReader:
         return table.filter(pa.array(keep)).select([*wanted, *system])
 
     def _deduplicate_files(self, split: Split, wanted: list[str], sequence_fields: list[str],
-                           drop_retractions: bool) -> pa.Table:
-        """Deduplicate in two passes: keys, sequence fields and system columns of every file
-        decide the newest row of each key; the other columns are then read only from files that
-        hold a winner, and only the winners are kept. Files whose rows were all superseded (the
-        usual case for older runs after updates) never have their values decoded."""
+                           drop_retractions: bool, *, system_columns: bool = True) -> pa.Table:
+        """Deduplicate in two passes over files opened once: keys, sequence fields and system
+        columns of every file decide the newest row of each key; the other columns are then
+        decoded only from files that hold a winner, and the winners are gathered in one take.
+        Files whose rows were all superseded (the usual case for older runs after updates) never
+        have their values decoded. Without ``system_columns`` the result has only ``wanted``, and
+        ``_SEQUENCE_NUMBER`` is not even read when the files' sequence ranges do not overlap (a
+        row's position then orders it after every older row of its key)."""
         files = split.files
         key_columns = list(dict.fromkeys([*self._keys, *sequence_fields]))
-        system = [df.SEQUENCE_NUMBER, df.VALUE_KIND]
-        parts = [self._read_file(split, f, key_columns, system=system) for f in files]
-        table = pa.concat_tables(parts).combine_chunks()
-        value_columns = [c for c in wanted if c not in key_columns]
-        if table.num_rows == 0:
-            return df.with_system_columns(self.output_schema(wanted).empty_table())
         ordered = all(a.max_sequence_number < b.min_sequence_number for a, b in itertools.pairwise(files))
-        order = merge_order(table, self._keys, df.SEQUENCE_NUMBER, sequence_fields,
-                            self._options.sequence_descending, positions_are_arrival=ordered,
-                            kinds=df.VALUE_KIND if self._options.row_kind_flag else None)
-        keep = last_per_key(table.select(self._keys).take(pa.array(order)), self._keys)
-        if drop_retractions:
-            kinds = table.column(df.VALUE_KIND).to_numpy()[order]
-            keep &= (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
-        winners = order[keep].astype(np.int64)  # row numbers in the concatenated files, in key order
-        result = table.take(pa.array(winners))
-        if not len(winners):
-            return df.with_system_columns(self.output_schema(wanted).empty_table())
-        if value_columns:
-            offsets = np.cumsum([0, *(p.num_rows for p in parts)])
-            by_row = np.argsort(winners, kind="stable")  # winners grouped file by file
-            sorted_rows = winners[by_row]
-            bounds = np.searchsorted(sorted_rows, offsets)
+        system = [df.SEQUENCE_NUMBER, df.VALUE_KIND] if system_columns or not ordered else [df.VALUE_KIND]
+        output = [*wanted, df.SEQUENCE_NUMBER, df.VALUE_KIND] if system_columns else list(wanted)
+        # partition columns of files that all hold the read schema's columns: filled after the take
+        constant = self._constant_columns(split, self._schema, wanted) \
+            if all(self._is_unevolved(self._schemas(f.schema_id)) for f in files) else {}
+        value_columns = [c for c in wanted if c not in key_columns and c not in constant]
+        with contextlib.ExitStack() as stack:
+            # each file stays open between the passes (one footer parse), unless there are many
+            keep_open = len(files) <= _FILES_KEPT_OPEN
+            opened = [stack.enter_context(self._open_file(split, f)) if keep_open else None for f in files]
+            parts = [self._read_file(split, f, key_columns, system=system, opened=o)
+                     for f, o in zip(files, opened, strict=True)]
+            table = pa.concat_tables(parts)
+            if table.num_rows == 0:
+                return self._empty_merge_result(wanted, system_columns)
+            order = merge_order(table, self._keys, None if ordered else df.SEQUENCE_NUMBER, sequence_fields,
+                                self._options.sequence_descending, positions_are_arrival=ordered,
+                                kinds=df.VALUE_KIND if self._options.row_kind_flag else None)
+            keep = last_per_key(table.select(self._keys).take(pa.array(order)), self._keys)
+            if drop_retractions:
+                kinds = table.column(df.VALUE_KIND).to_numpy()[order]
+                keep &= (kinds == df.ROW_KIND_INSERT) | (kinds == df.ROW_KIND_UPDATE_AFTER)
+            winners = np.asarray(order[keep], dtype=np.int64)  # rows of the concatenated files, in key order
+            if not len(winners):
+                return self._empty_merge_result(wanted, system_columns)
+            # Decode the values of the files holding a winner only; renumber the winners' rows
+            # as rows of the concatenation of those files.
+            rows = np.array([p.num_rows for p in parts], dtype=np.int64)
+            offsets = np.concatenate([[0], np.cumsum(rows)])
+            hit = np.zeros(table.num_rows + 1, dtype=bool)  # one spare slot: reduceat needs valid starts
+            hit[winners] = True
+            holding = (rows > 0) & np.logical_or.reduceat(hit, offsets[:-1])
+            if not holding.all():
+                file_of = np.searchsorted(offsets, winners, side="right") - 1
+                kept_offsets = np.concatenate([[0], np.cumsum(np.where(holding, rows, 0))])
+                winners += kept_offsets[file_of] - offsets[file_of]
             pieces = []
-            for i, f in enumerate(files):
-                local = sorted_rows[bounds[i]:bounds[i + 1]] - offsets[i]
-                if len(local):
-                    pieces.append(self._read_file(split, f, value_columns).take(pa.array(local)))
-            values = pa.concat_tables(pieces).combine_chunks()
-            back = np.empty_like(by_row)
-            back[by_row] = np.arange(len(by_row))
-            values = values.take(pa.array(back))  # back to key order
-            for name in value_columns:  # keep the field (nullability included), not just the name
-                result = result.append_column(values.schema.field(name), values.column(name))
-        return result.select([*wanted, *system])
+            for f, o, part, needed in zip(files, opened, parts, holding, strict=True):
+                if not needed:
+                    continue
+                if value_columns:
+                    values = self._read_file(split, f, value_columns, opened=o)
+                    for name in value_columns:  # keep the field (nullability included), not just the name
+                        part = part.append_column(values.schema.field(name), values.column(name))
+                pieces.append(part)
+        gathered = [c for c in output if c not in constant]
+        result = pa.concat_tables(pieces).select(gathered).take(pa.array(winners))
+        if not constant:
+            return result
+        filled = self._constant_arrays(constant, result.num_rows)
+        fields = [self._arrow.field(c) if c in filled else result.schema.field(c) for c in output]
+        return pa.Table.from_arrays([filled[c] if c in filled else result.column(c) for c in output],
+                                    schema=pa.schema(fields))
+
+    def _empty_merge_result(self, wanted: list[str], system_columns: bool) -> pa.Table:
+        table = self.output_schema(wanted).empty_table()
+        return df.with_system_columns(table) if system_columns else table
