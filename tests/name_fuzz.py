@@ -4,6 +4,7 @@ strategy for names, and a fingerprint of a directory tree to prove nothing outsi
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import HealthCheck
 from hypothesis import strategies as st
 
 from paimonflow.core import Catalog
+from paimonflow.core.meta.snapshots import COMMIT_USER_PREFIX
 
 NASTY = ["../x", "..", ".", "a/../../b", "x\x00y", "/abs", "/tmp/pwned", "x/../../snapshot/snapshot-999",
          "../../../../OUTSIDE/pwned", "a\\..\\..\\b", "snapshot-999", "\u2215etc", "\uff0e\uff0e", "x\ny", "~",
@@ -62,4 +64,11 @@ class Sandbox:
     def check(self, before: tuple[dict[str, str], set[str]], name: str) -> None:
         outside, snapshots = self.state()
         assert outside == before[0], f"{name!r} touched something outside the warehouse"
-        assert snapshots <= before[1] | {"LATEST", "EARLIEST"}, f"{name!r} planted a snapshot"
+        # hints are not snapshots: LATEST, EARLIEST and a commit user's COMMIT-USER-<user>, which
+        # names one of that user's snapshots
+        hints = {f for f in snapshots if f.startswith(COMMIT_USER_PREFIX)}
+        for hint in hints:
+            sid = int((Path(self._snapshot_dir) / hint).read_text())
+            owner = json.loads((Path(self._snapshot_dir) / f"snapshot-{sid}").read_text())["commitUser"]
+            assert hint == f"{COMMIT_USER_PREFIX}{owner}", f"{name!r} wrote a hint that is not its user's"
+        assert snapshots - hints <= before[1] | {"LATEST", "EARLIEST"}, f"{name!r} planted a snapshot"
