@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import functools
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -101,20 +102,27 @@ def field_encoding(arrow_type: pa.DataType | pa.Field, precision: int | None = N
     unsigned integers, ...).
     """
     t = arrow_type.type if isinstance(arrow_type, pa.Field) else arrow_type
+    return _field_encoding(t, precision)
+
+
+_SIMPLE_KINDS = {
+    pa.bool_(): FieldKind.BOOLEAN,
+    pa.int8(): FieldKind.TINYINT,
+    pa.int16(): FieldKind.SMALLINT,
+    pa.int32(): FieldKind.INT,
+    pa.int64(): FieldKind.BIGINT,
+    pa.float32(): FieldKind.FLOAT,
+    pa.float64(): FieldKind.DOUBLE,
+    pa.date32(): FieldKind.DATE,
+    pa.date64(): FieldKind.DATE,
+}
+
+
+@functools.lru_cache(maxsize=1024)  # statistics serialize a few rows per written file: resolve each type once
+def _field_encoding(t: pa.DataType, precision: int | None) -> FieldEncoding:
     if pa.types.is_dictionary(t):
         t = t.value_type
-    simple = {
-        pa.bool_(): FieldKind.BOOLEAN,
-        pa.int8(): FieldKind.TINYINT,
-        pa.int16(): FieldKind.SMALLINT,
-        pa.int32(): FieldKind.INT,
-        pa.int64(): FieldKind.BIGINT,
-        pa.float32(): FieldKind.FLOAT,
-        pa.float64(): FieldKind.DOUBLE,
-        pa.date32(): FieldKind.DATE,
-        pa.date64(): FieldKind.DATE,
-    }
-    kind = simple.get(t)
+    kind = _SIMPLE_KINDS.get(t)
     if kind is not None:
         return FieldEncoding(kind, t)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):

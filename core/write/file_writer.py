@@ -4,10 +4,12 @@ Parquet files streamed to storage one row group at a time."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +38,46 @@ class DataFileWriter:
         self._is_pk = bool(schema.primary_keys)
         self._counter, self._lock = 0, threading.Lock()
         self._writer_id = str(uuid.uuid4())
+        self._store_pool: ThreadPoolExecutor | None = None
+        self._stores: list[Future] = []
+        # constant in a bucket (partition columns) or nearly (row kind): always dictionary-encoded
+        self.dictionary_hint = {df.VALUE_KIND, *self.partition_keys}
+
+    @contextlib.contextmanager
+    def background_stores(self) -> Iterator[None]:
+        """Within this block, encoded files are stored (written and fsynced) by background
+        threads while the writing threads encode the next; leaving it waits until every file is
+        stored and raises the first failure. A file is described (``DataFileMeta``) before it is
+        stored, so nothing may read the files written inside the block before it ends (or
+        :meth:`wait_for_stores`)."""
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="paimonflow-store") as pool:
+            self._store_pool = pool
+            try:
+                yield
+            finally:
+                self._store_pool = None
+                self.wait_for_stores()
+
+    def wait_for_stores(self) -> None:
+        """Wait for the files being stored in the background; raises the first failure."""
+        with self._lock:
+            stores, self._stores = self._stores, []
+        error = None
+        for future in stores:
+            exc = future.exception()
+            if exc is not None and error is None:
+                error = exc
+        if error is not None:
+            raise error
+
+    def _store(self, path: str, payload: bytes) -> None:
+        pool = self._store_pool
+        if pool is None:
+            self.file_io.write_bytes(path, payload)
+            return
+        future = pool.submit(self.file_io.write_bytes, path, payload)
+        with self._lock:
+            self._stores.append(future)
 
     def bucket_dir(self, partition: tuple[object, ...], bucket: int) -> str:
         return bucket_directory(self._path, self._schema, self.options, partition, bucket)
@@ -162,8 +204,8 @@ class DataFileWriter:
         name = self.new_name(prefix)
         payload, footer = df.encode_file(self.physical(table, kinds, sequence), options.file_format,
                                          compression=options.file_compression, zstd_level=options.zstd_level,
-                                         dictionary_hint={df.VALUE_KIND, *self.partition_keys})
-        self.file_io.write_bytes(join(self.bucket_dir(partition, bucket), name), payload)
+                                         dictionary_hint=self.dictionary_hint)
+        self._store(join(self.bucket_dir(partition, bucket), name), payload)
         if footer is not None:
             ranges = df.ranges_from_parquet(footer, table.column_names, [f.type for f in table.schema])
         else:
@@ -234,7 +276,7 @@ class ParquetStream:
             self._writer = pq.ParquetWriter(
                 self._sink, table.schema, compression=codec,
                 compression_level=options.zstd_level if codec == "zstd" else None,
-                use_dictionary=df.dictionary_columns(table, {df.VALUE_KIND, *self._owner.partition_keys}),
+                use_dictionary=df.dictionary_columns(table, self._owner.dictionary_hint),
                 write_statistics=True, store_schema=True)
         self._writer.write_table(table, row_group_size=1 << 20)
 

@@ -53,6 +53,8 @@ class _Group:
 
     partition: tuple[object, ...]
     bucket: int
+    # one table per write call; in a primary-key table each is already in key order (stable:
+    # arrival order among equal keys), with its kinds and sequence numbers in the same order
     tables: list[pa.Table] = field(default_factory=list)
     kinds: list[np.ndarray] = field(default_factory=list)
     sequences: list[np.ndarray] = field(default_factory=list)
@@ -241,31 +243,46 @@ class TableWrite:
             table, kinds = self._router_of().route(table, kinds)
             if table.num_rows == 0:
                 return
+        with contextlib.ExitStack() as stack:
+            pool = None
+            if table.num_rows >= _PARALLEL_ROUTING_ROWS:
+                pool = stack.enter_context(ThreadPoolExecutor(max_workers=2))
+            self._route(table, kinds, pool)
+        self._relieve_memory()
+
+    def _route(self, table: pa.Table, kinds: np.ndarray, pool: ThreadPoolExecutor | None) -> None:
+        """Buffer the rows of ``table`` by (partition, bucket); with a ``pool``, hashing runs
+        beside the partition grouping and the buckets are gathered by two threads."""
+        hashing = None
+        if self._bucket > 0:
+            hash_columns = [table.column(k) for k in self._bucket_keys]
+            if pool is not None:
+                hashing = pool.submit(bucket_ids, hash_columns, self._bucket)
         partitions = group_by_partition(table, self._partition_keys)
         buckets = hashes = None
         if self._bucket > 0:
-            buckets = bucket_ids([table.column(k) for k in self._bucket_keys], self._bucket).astype(np.int16)
+            buckets = (hashing.result() if hashing is not None else bucket_ids(hash_columns, self._bucket))
+            buckets = buckets.astype(np.int16)
         elif self._dynamic:
             hashes = hash_codes([table.column(k) for k in self._pk])
-        routed: list[tuple[tuple[object, ...], int, np.ndarray]] = []
+        targets: list[tuple[tuple[object, ...], int, np.ndarray]] = []  # (partition, bucket, rows ascending)
         for values, rows in zip(partitions.values, partitions.row_indices, strict=True):
             if hashes is not None:
                 row_buckets = self._bucket_index(values).assign(hashes[rows]).astype(np.int16)
             elif buckets is None:
-                routed.append((values, 0, rows))
+                targets.append((values, 0, rows))
                 continue
             else:
                 row_buckets = buckets[rows]
             order = np.argsort(row_buckets, kind="stable")  # radix sort on int16: rows stay ascending per bucket
             sorted_buckets = row_buckets[order]
             cuts = np.flatnonzero(np.diff(sorted_buckets)) + 1
-            routed.extend((values, int(row_buckets[chunk[0]]), rows[chunk]) for chunk in np.split(order, cuts))
+            for chunk in np.split(order, cuts):
+                targets.append((values, int(row_buckets[chunk[0]]), rows[chunk]))
         # what the writer has not seen yet is restored in one pass over the manifests
-        self._start.restore([(values, bucket) for values, bucket, _ in routed
+        self._start.restore([(values, bucket) for values, bucket, _ in targets
                              if (values, bucket) not in self._next_sequence])
-        for values, bucket, selected in routed:
-            self._add(values, bucket, table, selected, kinds[selected])
-        self._relieve_memory()
+        self._add_all(table, kinds, targets, pool)
 
     def _router_of(self) -> CrossPartitionRouter:
         if self._router is None:
@@ -296,20 +313,71 @@ class TableWrite:
         self._hash_files[(partition, bucket)] = [new]
         return (new,), tuple(old)
 
-    def _add(self, partition: tuple[object, ...], bucket: int, table: pa.Table, rows: np.ndarray,
-             kinds: np.ndarray) -> None:
-        key = (partition, bucket)
-        slot = self._groups.get(key)
-        if slot is None:
-            slot = self._groups[key] = _Group(partition, bucket)
-        part = table if len(rows) == table.num_rows else table.take(pa.array(rows))
-        first = self._take_sequence(key, len(rows))
-        slot.tables.append(part)
-        slot.kinds.append(kinds)
-        slot.sequences.append(np.arange(first, first + len(rows) * self._stride, self._stride, dtype=np.int64))
-        size = part.nbytes if part is not table else table.nbytes
-        slot.nbytes += size
-        self._buffered += size
+    def _add_all(self, table: pa.Table, kinds: np.ndarray, targets: Sequence[tuple[tuple[object, ...], int, np.ndarray]],
+                 pool: ThreadPoolExecutor | None) -> None:
+        """Buffer the ``rows`` of ``table`` of each (partition, bucket) target: gathered once, and
+        in a primary-key table already in key order (so the flush neither sorts nor gathers a
+        bucket written by one call). With a ``pool`` the targets are gathered by its threads
+        (numpy's sort and Arrow's take release the GIL)."""
+        firsts = [self._take_sequence((values, bucket), len(rows)) for values, bucket, rows in targets]
+        keys = self._sort_key(table)
+        jobs = [(rows, first) for (_, _, rows), first in zip(targets, firsts, strict=True)]
+
+        def gather(job: tuple[np.ndarray, int]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+            return self._gather(table, kinds, keys, *job)
+
+        if pool is not None and len(jobs) > 1:
+            parts = list(pool.map(gather, jobs))
+        else:
+            parts = [gather(job) for job in jobs]
+        for (values, bucket, _), (part, part_kinds, sequence) in zip(targets, parts, strict=True):
+            key = (values, bucket)
+            slot = self._groups.get(key)
+            if slot is None:
+                slot = self._groups[key] = _Group(values, bucket)
+            slot.tables.append(part)
+            slot.kinds.append(part_kinds)
+            slot.sequences.append(sequence)
+            slot.nbytes += part.nbytes
+            self._buffered += part.nbytes
+
+    def _sort_key(self, table: pa.Table) -> np.ndarray | None:
+        """The key as one numpy array when the key order is a plain sort of it (one integer key
+        without nulls, no sequence fields, no row-kind flag); None otherwise."""
+        if not self._is_pk or len(self._pk) != 1 or self._options.sequence_field or self._options.row_kind_flag:
+            return None
+        column = table.column(self._pk[0])
+        if not pa.types.is_integer(column.type) or column.null_count:
+            return None
+        return column.to_numpy()
+
+    def _gather(self, table: pa.Table, kinds: np.ndarray, keys: np.ndarray | None, rows: np.ndarray,
+                first: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+        """The rows (ascending positions) of one (partition, bucket), in key order for a
+        primary-key table, with their kinds and sequence numbers (numbered from ``first`` in
+        arrival order). Partition columns are one value here: repeated, not gathered."""
+        count = len(rows)
+        known: dict[str, pa.Array] = {}  # columns already at hand in key order
+        if self._is_pk:
+            if keys is not None:
+                order, ordered_keys = _stable_key_order(keys[rows])
+                known[self._pk[0]] = pa.array(ordered_keys, table.schema.field(self._pk[0]).type)
+            else:
+                subset = table.select([*self._pk, *(self._options.sequence_field or ())]).take(pa.array(rows))
+                order, _ = self._sort_and_fold(subset, np.arange(count, dtype=np.int64), kinds[rows], fold=False)
+            order = order.astype(np.int64, copy=False)
+            rows = rows[order]
+            sequence = order * self._stride + first  # the arrival number of each row, in key order
+        else:
+            sequence = np.arange(first, first + count * self._stride, self._stride, dtype=np.int64)
+            if count == table.num_rows:
+                return table, kinds, sequence  # arrival order, every row: nothing to gather
+        indices = pa.array(rows)
+        for name in self._partition_keys:
+            known[name] = pa.repeat(table.column(name)[int(rows[0])], count)
+        columns = [known[name] if name in known else table.column(name).take(indices)
+                   for name in table.column_names]
+        return pa.Table.from_arrays(columns, schema=table.schema), kinds[rows], sequence
 
     def _take_sequence(self, key: tuple[tuple[object, ...], int], count: int) -> int:
         if key not in self._next_sequence:
@@ -333,7 +401,8 @@ class TableWrite:
     # -- spilling ----------------------------------------------------------------------------
 
     def _take_buffer(self, group: _Group) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-        """The group's buffered rows (arrival order), kinds and sequence numbers; empties the buffer."""
+        """The group's buffered rows (one table per write call, one after the other), kinds and
+        sequence numbers; empties the buffer."""
         table = group.tables[0] if len(group.tables) == 1 else pa.concat_tables(group.tables).combine_chunks()
         kinds, sequence = np.concatenate(group.kinds), np.concatenate(group.sequences)
         self._buffered -= group.nbytes
@@ -345,22 +414,28 @@ class TableWrite:
         (writing the 'input' changelog of the raw rows on the way)."""
         if not group.kinds:
             return None
+        one_call = len(group.tables) == 1
         source, kinds, sequence = self._take_buffer(group)
-        rows = np.arange(source.num_rows, dtype=np.int64)
-        order, last = self._sort_and_fold(source, rows, kinds)
+        if one_call:  # sorted when it was buffered
+            keys = source.select(self._pk)
+            last = last_per_key(keys, self._pk)
+            if last.all():
+                last = None
+        else:  # sorted runs of several calls, one after the other: sort them together
+            order, last = self._sort_and_fold(source, np.arange(source.num_rows, dtype=np.int64), kinds,
+                                              arrival=sequence)
+            source, kinds, sequence = source.take(pa.array(order)), kinds[order], sequence[order]
         if self._options.changelog_producer is ChangelogProducer.INPUT:
             # 'input': every input row, sorted by key and sequence, unfolded (Paimon writes the
             # write buffer as it is before merging it)
             state = self._state(group.partition, group.bucket)
-            state.changelog += self._files.write(group.partition, group.bucket, source.take(pa.array(order)),
-                                                 kinds[order], sequence[order],
+            state.changelog += self._files.write(group.partition, group.bucket, source, kinds, sequence,
                                                  prefix=self._options.changelog_file_prefix)
         if self._merge_spec is None:  # deduplicate: the newest row of each key, already found
-            positions = order if last is None else order[last]
-            table = source.take(pa.array(positions))
-            kinds, sequence = kinds[positions], sequence[positions]
-            return df.with_system_columns(table, sequence, kinds)
-        ordered = df.with_system_columns(source.take(pa.array(order)), sequence[order], kinds[order])
+            if last is not None:
+                source, kinds, sequence = source.filter(pa.array(last)), kinds[last], sequence[last]
+            return df.with_system_columns(source, sequence, kinds)
+        ordered = df.with_system_columns(source, sequence, kinds)
         return merge(ordered, self._pk, self._merge_spec, partition_columns=self._partition_keys)
 
     def _spill(self, group: _Group) -> None:
@@ -436,6 +511,7 @@ class TableWrite:
         state.new_files += files
         state.files += files
         if self.compacts and self._compactor_of().sorted_runs(state.files) > self._options.num_sorted_run_stop_trigger:
+            self._files.wait_for_stores()  # the compaction reads what was just written
             self._compact(group.partition, group.bucket, full=False)  # back-pressure: wait for compaction
 
     def _compactor_of(self):
@@ -464,7 +540,7 @@ class TableWrite:
             for group in groups:  # near the memory bound: one bucket at a time
                 self._flush_group(group)
         else:
-            with ThreadPoolExecutor(max_workers=2) as pool:
+            with self._files.background_stores(), ThreadPoolExecutor(max_workers=2) as pool:
                 list(pool.map(self._flush_group, groups))
         self._groups = {}
 
@@ -520,19 +596,24 @@ class TableWrite:
         return self._files.write(partition, bucket, table, kinds, sequence,
                                  prefix=self._options.changelog_file_prefix, file_source=FILE_SOURCE_COMPACT)
 
-    def _sort_and_fold(self, source: pa.Table, rows: np.ndarray,
-                       kinds: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
-        """The key order of ``rows`` (positions into it) and a mask of the last arrival of each key
-        (None when every key is unique).
+    def _sort_and_fold(self, source: pa.Table, rows: np.ndarray, kinds: np.ndarray | None = None, *,
+                       arrival: np.ndarray | None = None, fold: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """The key order of ``rows`` (positions into it) and, with ``fold``, a mask of the last
+        arrival of each key (None when every key is unique, and without ``fold``).
 
-        The sort is stable, so among equal keys arrival order (= sequence order) is kept and the
-        last of each run of equal keys is the newest row: the one deduplicate keeps.
+        Among equal keys (and equal sequence fields) rows are ordered by ``arrival`` (sequence
+        numbers of the rows; default: position is arrival). Position must be arrival order among
+        rows of equal keys in any case: the fast path is a stable sort of the key alone. The last
+        of each run of equal keys is then the newest row: the one deduplicate keeps.
         """
         sequence_fields = list(self._options.sequence_field or ())
         keys = source.select([*self._pk, *sequence_fields]).take(pa.array(rows))
         flags = kinds[rows] if (kinds is not None and self._options.row_kind_flag) else None
-        order = merge_order(keys, self._pk, np.arange(len(rows), dtype=np.int64), sequence_fields,
+        arrival_order = np.arange(len(rows), dtype=np.int64) if arrival is None else arrival[rows]
+        order = merge_order(keys, self._pk, arrival_order, sequence_fields,
                             self._options.sequence_descending, positions_are_arrival=True, kinds=flags)
+        if not fold:
+            return order, None
         last = last_per_key(keys.select(self._pk).take(pa.array(order)), self._pk)
         return order, (None if last.all() else last)
 
@@ -553,6 +634,21 @@ class TableWrite:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_PARALLEL_ROUTING_ROWS = 65_536  # below this, a second thread costs more than it saves
+
+
+def _stable_key_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stable sort order of integer ``keys``, and the keys in that order. Unique keys (the
+    common batch) have one order whatever the algorithm, so numpy's faster unstable sort runs
+    first; a batch holding a key twice is sorted again, stably."""
+    order = np.argsort(keys)
+    ordered = keys[order]
+    if len(ordered) > 1 and bool((ordered[1:] == ordered[:-1]).any()):
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+    return order, ordered
 
 
 def _one_schema(batches: Iterable) -> Iterator[pa.RecordBatch | pa.Table]:
