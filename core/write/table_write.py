@@ -416,6 +416,7 @@ class TableWrite:
             return None
         one_call = len(group.tables) == 1
         source, kinds, sequence = self._take_buffer(group)
+        last: np.ndarray | None
         if one_call:  # sorted when it was buffered
             keys = source.select(self._pk)
             last = last_per_key(keys, self._pk)
