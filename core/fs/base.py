@@ -117,3 +117,7 @@ class FileIO(Protocol):
 
     def arrow_filesystem(self) -> tuple[pyarrow.fs.FileSystem, Callable[[str], str]]:
         """A ``pyarrow.fs.FileSystem`` and a function mapping our paths to its paths."""
+
+    def sync(self, path: str) -> None:
+        """Make a file written and closed through :meth:`arrow_filesystem` durable (local disk:
+        fsync of the file and its directory; object stores: nothing, a closed upload is)."""

@@ -231,6 +231,20 @@ class LocalFileIO:
 
         return pyarrow.fs.LocalFileSystem(), local_path
 
+    def sync(self, path: str) -> None:
+        target = local_path(path)
+        try:
+            fd = os.open(target, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except FileNotFoundError as exc:
+            raise FileNotFoundStorageError(f"{path}: {exc}") from None
+        except OSError as exc:
+            raise StorageError(f"sync {path}: {exc}") from exc
+        _fsync_dir(os.path.dirname(target))
+
 
 def _status(path: str, st: os.stat_result) -> FileStatus:
     is_dir = stat.S_ISDIR(st.st_mode)

@@ -431,6 +431,9 @@ class S3FileIO:
     def mkdirs(self, path: str) -> None:
         split_uri(path)  # directories are implicit: only check the path
 
+    def sync(self, path: str) -> None:
+        split_uri(path)  # a closed upload is durable: nothing to do
+
     def arrow_filesystem(self) -> tuple[pyarrow.fs.FileSystem, Callable[[str], str]]:
         """A pyarrow S3FileSystem with the same endpoint, region and credentials (built once)."""
         with self._arrow_lock:

@@ -237,7 +237,8 @@ class ParquetStream:
         directory = owner.bucket_dir(partition, bucket)
         owner.file_io.mkdirs(directory)
         fs, to_path = owner.file_io.arrow_filesystem()
-        self._sink = fs.open_output_stream(to_path(join(directory, self.name)))
+        self._path = join(directory, self.name)
+        self._sink = fs.open_output_stream(to_path(self._path))
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[pa.Table] = []
         self._pending_rows = self._pending_bytes = self._flushed_bytes = 0
@@ -295,6 +296,7 @@ class ParquetStream:
         self._writer.close()
         size = self._sink.tell()
         self._sink.close()
+        self._owner.file_io.sync(self._path)  # durable before any snapshot may reference it
         footer = self._writer.writer.metadata
         owner = self._owner
         ranges = df.ranges_from_parquet(footer, owner.arrow_schema.names, owner.arrow_schema.types)

@@ -444,6 +444,8 @@ class FileIOContract:
         assert pq.read_table(to_arrow(by_us), filesystem=filesystem).equals(table)
         with fileio.open_input(by_us) as stream:
             assert pq.read_table(stream).equals(table)
+        fileio.sync(by_arrow)  # what a streamed data file gets before a snapshot may name it
+        assert pq.read_table(io.BytesIO(fileio.read_bytes(by_arrow))).equals(table)
 
 
 # ---------------------------------------------------------------------------------------------
