@@ -622,13 +622,15 @@ class SnapshotStart:
         return max((f.max_sequence_number for f in self.files(partition, bucket)), default=-1) + 1
 
     def deletion_vectors(self, partition: tuple[object, ...], bucket: int):
-        from .meta.index_files import DELETION_VECTORS
+        from .meta.index_files import DELETION_VECTORS, read_dv_file
 
-        if self._vector_files is None:  # the index manifest: metadata of every index file
+        if self._vector_files is None:  # the index manifest, read once: metadata of every index file
             self._vector_files = self._table.index_files_of(self._snapshot, DELETION_VECTORS)
-        key = (tuple(partition), bucket)
-        vectors = self._table.deletion_vectors(self._snapshot, [key]) if key in self._vector_files else {}
-        return vectors.get(key, {}), self._vector_files.get(key, [])
+        files = self._vector_files.get((tuple(partition), bucket), [])
+        vectors: dict = {}
+        for meta in files:  # only this bucket's vector files
+            vectors.update(read_dv_file(self._table.file_io, self._table.index_dir, meta))
+        return vectors, files
 
     def hash_index(self, partition: tuple[object, ...]) -> dict:
         from .meta.index_files import HASH, read_hash_file

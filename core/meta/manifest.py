@@ -111,26 +111,24 @@ class EntryFilter:
     has a block index (:mod:`paimonflow.core.meta.manifest_blocks`), and before they become objects
     everywhere."""
 
-    buckets: Mapping[bytes, frozenset[int]] | None = None
+    buckets: Mapping[bytes, frozenset[int] | None] | None = None  # a partition's None: every bucket
     partition: Callable[[bytes], bool] | None = None
 
+    def holds(self, partition: bytes, low: int | None, high: int | None) -> bool:
+        """Whether a wanted bucket of ``partition`` may lie in ``[low, high]`` (None: unknown)."""
+        if self.buckets is None:
+            return True
+        if partition not in self.buckets:
+            return False
+        wanted = self.buckets[partition]
+        return wanted is None or low is None or high is None or any(low <= b <= high for b in wanted)
+
     def accepts(self, partition: bytes, bucket: int) -> bool:
-        if self.buckets is not None:
-            wanted = self.buckets.get(partition)
-            if wanted is None or bucket not in wanted:
-                return False
-        return self.partition is None or self.partition(partition)
+        return self.holds(partition, bucket, bucket) and (self.partition is None or self.partition(partition))
 
     def accepts_block(self, info: BlockInfo) -> bool:
-        for p in info.partitions:
-            if self.buckets is not None:
-                wanted = self.buckets.get(p)
-                if wanted is None or (info.min_bucket not in wanted and info.max_bucket not in wanted
-                                      and not any(info.min_bucket <= b <= info.max_bucket for b in wanted)):
-                    continue
-            if self.partition is None or self.partition(p):
-                return True
-        return False
+        return any(self.holds(p, info.min_bucket, info.max_bucket) and (self.partition is None or self.partition(p))
+                   for p in info.partitions)
 
 
 def merge_entries(entries: Iterable[ManifestEntry]) -> tuple[list[ManifestEntry], list[ManifestEntry]]:

@@ -18,7 +18,7 @@ from ..data.conversion import bind_predicate, field_types
 from ..errors import FileNotFoundStorageError, SnapshotNotFoundError
 from ..fs import FileIO, join
 from ..options.core import CoreOptions
-from ..predicate import ColumnStats, Predicate
+from ..predicate import And, ColumnStats, Predicate, col
 from .manifest import (
     EntryFilter,
     FileKind,
@@ -32,16 +32,6 @@ from .manifest import (
 )
 from .schema import TableSchema
 from .snapshots import Snapshot
-
-
-class _AllBuckets(frozenset):
-    """Every bucket: ``b in _ALL_BUCKETS`` is always true."""
-
-    def __contains__(self, bucket: object) -> bool:
-        return True
-
-
-_ALL_BUCKETS = _AllBuckets()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +128,7 @@ class ManifestIO:
 
     def live_entries(self, snapshot: Snapshot, *, partition_filter: Predicate | None = None,
                      partitions: Collection[bytes] | None = None,
-                     buckets: Mapping[bytes, Collection[int]] | None = None) -> list[ManifestEntry]:
+                     buckets: Mapping[bytes, Collection[int] | None] | None = None) -> list[ManifestEntry]:
         """ADD entries of every file live in ``snapshot`` (ADD/DELETE pairs cancelled).
 
         ``partition_filter`` keeps the files of partitions it may match, ``partitions``
@@ -152,27 +142,32 @@ class ManifestIO:
             raise SnapshotNotFoundError(
                 f"snapshot {snapshot.id} references a manifest list that no longer exists (expired?): {exc}"
             ) from exc
-        if partitions is not None:
-            buckets = {p: _ALL_BUCKETS for p in partitions}
-        wanted = self.entry_filter(partition_filter, buckets)
         if partition_filter is not None:  # its values as exact values of the partition columns' types
             partition_filter = bind_predicate(partition_filter, self._schema.arrow_schema(),
                                               field_types(self._schema.fields))
+        if partitions is not None:
+            buckets = dict.fromkeys(partitions)  # every bucket of each
+        wanted = self.entry_filter(partition_filter, buckets)
+        exact = {p: self._partition_equals(p) for p in buckets} if buckets is not None else {}
         entries: list[ManifestEntry] = []
         for meta in metas:
-            if self._manifest_might_match(meta, partition_filter) and self._manifest_holds(meta, buckets):
-                entries.extend(self._files.read(meta.file_name, wanted))
+            if not self._manifest_might_match(meta, partition_filter):
+                continue
+            if wanted is not None and wanted.buckets is not None and not any(
+                    wanted.holds(p, meta.min_bucket, meta.max_bucket) and self._manifest_might_match(meta, equals)
+                    for p, equals in exact.items()):
+                continue  # none of the wanted (partition, bucket)s can be in this manifest
+            entries.extend(self._files.read(meta.file_name, wanted))
         live, _ = merge_entries(entries)
         return live
 
     def entry_filter(self, partition_filter: Predicate | None,
-                     buckets: Mapping[bytes, Collection[int]] | None) -> EntryFilter | None:
-        """The :class:`~paimonflow.core.meta.manifest.EntryFilter` of a partition predicate and/or
-        a set of (partition, bucket)s (None: every entry)."""
+                     buckets: Mapping[bytes, Collection[int] | None] | None) -> EntryFilter | None:
+        """The :class:`~paimonflow.core.meta.manifest.EntryFilter` of a bound partition predicate
+        and/or a set of (partition, bucket)s (a partition's None: all its buckets; None: every entry)."""
         pruning = None
         if partition_filter is not None and self._partition_keys:
-            pruning = bind_predicate(partition_filter, self._schema.arrow_schema(),
-                                     field_types(self._schema.fields)).only_on(set(self._partition_keys))
+            pruning = partition_filter.only_on(set(self._partition_keys))
         if pruning is None and buckets is None:
             return None
         accepts = None
@@ -188,44 +183,20 @@ class ManifestIO:
                         k: ColumnStats(v, v, int(v is None), 1) for k, v in zip(keys, values, strict=True)})
                 return verdict
 
-        frozen = None if buckets is None else {
-            p: b if isinstance(b, _AllBuckets) else frozenset(b) for p, b in buckets.items()}
+        frozen = None if buckets is None else {p: None if b is None else frozenset(b) for p, b in buckets.items()}
         return EntryFilter(buckets=frozen, partition=accepts)
 
-    def _manifest_holds(self, meta: ManifestFileMeta, buckets: Mapping[bytes, Collection[int]] | None) -> bool:
-        """Whether ``meta``'s partition statistics and bucket range admit any of ``buckets``."""
-        if buckets is None:
-            return True
-        low, high = meta.min_bucket, meta.max_bucket
-        for partition, wanted in buckets.items():
-            if low is not None and high is not None and wanted is not _ALL_BUCKETS \
-                    and not any(low <= b <= high for b in wanted):
-                continue
-            if self._partition_in_stats(partition, meta.partition_stats):
-                return True
-        return False
-
-    def _partition_in_stats(self, partition: bytes, stats: SimpleStats) -> bool:
+    def _partition_equals(self, partition: bytes) -> Predicate | None:
+        """The predicate "the partition columns hold exactly these values", to prune manifests
+        with :meth:`_manifest_might_match` (None: a partition that cannot be decoded prunes nothing)."""
         if not self._partition_keys:
-            return True
+            return None
         try:
             values = deserialize_row(partition, self._partition_types)
-            lows = deserialize_row(stats.min_values, self._partition_types)
-            highs = deserialize_row(stats.max_values, self._partition_types)
         except Exception:
-            return True  # statistics we cannot read prune nothing
-        nulls = stats.null_counts or [None] * len(values)
-        lows_: list[Any] = list(lows)  # one type per column: comparable
-        highs_: list[Any] = list(highs)
-        try:
-            for v, lo, hi, n in zip(values, lows_, highs_, nulls, strict=False):
-                unknown = lo is None and hi is None and n is None  # no statistics: cannot prune
-                if (v is None and n == 0) or (
-                        v is not None and not unknown and (lo is None or hi is None or v < lo or v > hi)):
-                    return False
-        except TypeError:  # values that do not compare prune nothing
-            return True
-        return True
+            return None
+        parts = [col(k).is_null() if v is None else col(k) == v for k, v in zip(self._partition_keys, values, strict=True)]
+        return parts[0] if len(parts) == 1 else And(tuple(parts))
 
     # -- writing -----------------------------------------------------------------------------
 
