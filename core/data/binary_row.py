@@ -536,6 +536,38 @@ def serialize_columns(
     return EncodedRows(buffer, offsets, width)
 
 
+def fixed_row_words(
+    columns: Sequence[pa.Array | pa.ChunkedArray],
+    *,
+    precisions: Sequence[int | None] | None = None,
+) -> list[np.ndarray | int] | None:
+    """The 32-bit words of the BinaryRows :func:`serialize_columns` makes, word by word across
+    the rows (uint32 arrays; a word equal in every row, such as the header of rows without
+    nulls, as an int), when no field has a variable part; None when one does. Hashing these
+    needs no rows x width buffer."""
+    arrays = [_plain_array(c) for c in columns]
+    if not arrays:
+        raise SchemaError("fixed_row_words needs at least one column")
+    if any(len(a) != len(arrays[0]) for a in arrays):
+        raise SchemaError("columns have different lengths")
+    encodings = _encodings([a.type for a in arrays], precisions)
+    encoded = [_encode_column(a, e) for a, e in zip(arrays, encodings, strict=True)]
+    if any(col.var_sizes is not None for col in encoded):
+        return None
+    header: list[np.ndarray | int] = [0] * (header_size(len(arrays)) // 8)  # row kind +I is 0
+    for i, col in enumerate(encoded):
+        if col.nulls is not None:
+            bit = i + 8
+            header[bit // 64] = header[bit // 64] | (col.nulls.astype(_LE_U8) << np.uint64(bit % 64))
+    words: list[np.ndarray | int] = []
+    for word in [*header, *(col.slots for col in encoded)]:
+        if isinstance(word, int):
+            words += [word & 0xFFFFFFFF, word >> 32]
+        else:
+            words += [word.astype(np.uint32), (word >> np.uint64(32)).astype(np.uint32)]
+    return words
+
+
 def _plain_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)

@@ -15,12 +15,13 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from .binary_row import EncodedRows, serialize_columns
+from .binary_row import EncodedRows, fixed_row_words, serialize_columns
 
 SEED = 42
 _C1 = 0xCC9E2D51
 _C2 = 0x1B873593
 _WORD = np.dtype("<u4")
+_MASK = 0xFFFFFFFF
 
 
 def _mix_words(words: np.ndarray) -> np.ndarray:
@@ -42,6 +43,43 @@ def _mix_words(words: np.ndarray) -> np.ndarray:
         np.multiply(h, 5, out=h)
         np.add(h, 0xE6546B64, out=h)
     return h
+
+
+def _scalar_k(word: int) -> int:
+    """Murmur's scrambled ``k`` of one 32-bit word (Python ints, mod 2**32)."""
+    k = (word * _C1) & _MASK
+    k = ((k << 15) | (k >> 17)) & _MASK
+    return (k * _C2) & _MASK
+
+
+def _mix_word_columns(words: Sequence[np.ndarray | int], rows: int) -> np.ndarray:
+    """Murmur body over words given column by column (uint32 arrays, or ints equal in every
+    row): rounds over leading constant words run once, on Python ints."""
+    h = SEED
+    vector: np.ndarray | None = None
+    t = np.empty(rows, dtype=np.uint32)
+    for word in words:
+        if vector is None:
+            if isinstance(word, int):
+                h ^= _scalar_k(word)
+                h = ((((h << 13) | (h >> 19)) & _MASK) * 5 + 0xE6546B64) & _MASK
+                continue
+            vector = np.full(rows, h, dtype=np.uint32)
+        if isinstance(word, int):
+            np.bitwise_xor(vector, np.uint32(_scalar_k(word)), out=vector)
+        else:
+            k = np.multiply(word, _C1, dtype=np.uint32)
+            np.left_shift(k, 15, out=t)
+            np.right_shift(k, 17, out=k)
+            np.bitwise_or(k, t, out=k)
+            np.multiply(k, _C2, out=k)
+            np.bitwise_xor(vector, k, out=vector)
+        np.left_shift(vector, 13, out=t)
+        np.right_shift(vector, 19, out=vector)
+        np.bitwise_or(vector, t, out=vector)
+        np.multiply(vector, 5, out=vector)
+        np.add(vector, 0xE6546B64, out=vector)
+    return vector if vector is not None else np.full(rows, h, dtype=np.uint32)
 
 
 def _finish(h: np.ndarray, lengths: int | np.ndarray) -> np.ndarray:
@@ -113,6 +151,10 @@ def hash_codes(
     ``columns`` are the bucket-key columns in bucket-key order; ``precisions`` as in
     :func:`paimonflow.core.data.binary_row.serialize_columns`.
     """
+    words = fixed_row_words(columns, precisions=precisions)
+    if words is not None:  # fixed-width rows: hashed word by word, no row buffer
+        rows = len(columns[0])
+        return _finish(_mix_word_columns(words, rows), 4 * len(words))
     return _hash_encoded(serialize_columns(columns, precisions=precisions))
 
 

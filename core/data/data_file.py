@@ -155,7 +155,7 @@ def stats_row(ranges: Sequence[ColumnRange], types: Sequence[pa.DataType], mode:
 def dictionary_columns(table: pa.Table, always: set[str]) -> list[str]:
     """Columns worth dictionary-encoding: constants and low-cardinality columns (sampled)."""
     chosen = []
-    sample_size = min(table.num_rows, 8192)
+    sample_size = min(table.num_rows, 2048)
     for name in table.column_names:
         column = table.column(name)
         if name in always:

@@ -25,6 +25,7 @@ import re
 import struct
 import unicodedata
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 
@@ -513,18 +514,39 @@ class PartitionGroups:
         return len(self.values)
 
 
-def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
-    """Dictionary codes (first-appearance order, null its own code) and the number of codes."""
+_SPLIT_ROWS = 1 << 18  # columns at least this long are dictionary-encoded in two halves with a pool
+
+
+def _codes(column: pa.ChunkedArray | pa.Array, pool: Executor | None = None) -> tuple[np.ndarray, int]:
+    """Dictionary codes (first-appearance order, null its own code) and the number of codes.
+    With a ``pool``, a long column's second half is encoded by the pool beside the first."""
+    if pool is not None and len(column) >= _SPLIT_ROWS:
+        half = len(column) // 2
+        second = pool.submit(_encode, column.slice(half))
+        codes, dictionary = _encode(column.slice(0, half))
+        rest, rest_dictionary = second.result()
+        # codes of the second half's values in the whole column's first-appearance order
+        merged = _encode(pa.concat_arrays([dictionary, rest_dictionary]))
+        remap = merged[0][len(dictionary):]
+        return np.concatenate([codes, remap[rest]]), len(merged[1])
+    codes, dictionary = _encode(column)
+    return codes, len(dictionary)
+
+
+def _encode(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """int64 dictionary codes of ``column`` (nulls a value of their own) and its dictionary."""
     encoded = pc.dictionary_encode(column, null_encoding="encode")
     if isinstance(encoded, pa.ChunkedArray):
         chunks = encoded.chunks
-        size = len(chunks[0].dictionary) if chunks else 0
+        if not chunks:
+            return np.zeros(0, dtype=np.int64), pa.array([], column.type)
+        dictionary = chunks[0].dictionary
         indices = [c.indices.to_numpy(zero_copy_only=False) for c in chunks]
-        codes = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
+        codes = np.concatenate(indices) if len(indices) > 1 else indices[0]
     else:
-        size = len(encoded.dictionary)
+        dictionary = encoded.dictionary
         codes = encoded.indices.to_numpy(zero_copy_only=False)
-    return codes.astype(np.int64, copy=False), size
+    return codes.astype(np.int64, copy=False), dictionary
 
 
 def _dense(codes: np.ndarray) -> tuple[np.ndarray, int]:
@@ -532,12 +554,13 @@ def _dense(codes: np.ndarray) -> tuple[np.ndarray, int]:
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(encoded.dictionary)
 
 
-def group_by_partition(table: pa.Table, keys: Sequence[str]) -> PartitionGroups:
+def group_by_partition(table: pa.Table, keys: Sequence[str], *, pool: Executor | None = None) -> PartitionGroups:
     """Group the rows of ``table`` by the values of the partition ``keys`` (numpy/arrow, no per-row
     Python). With no keys every row is in one group with the empty tuple as values.
 
     Nulls are a value of their own; empty strings and nulls stay different groups even though
     both map to the default partition directory. Raises :class:`SchemaError` for an unknown key.
+    With a ``pool`` (two threads), long key columns are hashed half by half in parallel.
     """
     rows = table.num_rows
     missing = [k for k in keys if k not in table.column_names]
@@ -545,10 +568,12 @@ def group_by_partition(table: pa.Table, keys: Sequence[str]) -> PartitionGroups:
         raise SchemaError(f"partition keys {missing} are not columns of the table")
     if rows == 0:
         return PartitionGroups([], np.zeros(0, dtype=np.int64), [])
-    group_ids = np.zeros(rows, dtype=np.int64)
-    groups = 1
-    for key in keys:
-        codes, size = _codes(table.column(key))
+    group_ids, groups = np.zeros(rows, dtype=np.int64), 1
+    for i, key in enumerate(keys):
+        codes, size = _codes(table.column(key), pool)
+        if i == 0:
+            group_ids, groups = codes, size
+            continue
         if groups * size >= 1 << 62:
             group_ids, groups = _dense(group_ids)
         group_ids = group_ids * size + codes

@@ -512,3 +512,29 @@ def test_grouped_table_paths_match_pypaimon(interop):
     paths = [partition_path(keys, values, types) for values in groups.values]
     assert paths == interop["temporal"]["True"]
     assert groups.row_indices[1].tolist() == [1, 4]
+
+
+def test_group_by_partition_in_two_halves_matches_one_pass(monkeypatch):
+    """With a pool, long key columns are dictionary-encoded half by half; the groups, their
+    first-appearance order and the rows are those of one pass (values new in the second half,
+    nulls and values in both halves included)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from paimonflow.core.data import partition
+
+    monkeypatch.setattr(partition, "_SPLIT_ROWS", 16)
+    rng = np.random.default_rng(4)
+    rows = 4001
+    first = rng.choice(["a", "b", ""], rows // 2)
+    second = rng.choice(["c", "a", "d"], rows - rows // 2)
+    table = pa.table({
+        "dt": pa.array(np.concatenate([first, second]), mask=rng.random(rows) < 0.05),
+        "hr": pa.array(rng.integers(0, 3, rows, dtype=np.int32), mask=rng.random(rows) < 0.05),
+    })
+    with ThreadPoolExecutor(2) as pool:
+        for keys in (["dt"], ["dt", "hr"], ["hr"]):
+            split = group_by_partition(table, keys, pool=pool)
+            whole = group_by_partition(table, keys)
+            assert split.values == whole.values == list(_naive_groups(table, keys))
+            assert [g.tolist() for g in split.row_indices] == [g.tolist() for g in whole.row_indices]
+            assert split.group_ids.tolist() == whole.group_ids.tolist()
