@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from ..errors import DataError, SchemaError, UnsupportedError
 from .binary_row import FieldEncoding, FieldKind, epoch_millis_nanos, field_encoding, unscaled_decimal
+from .keys import stable_integer_order
 
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 
@@ -514,11 +515,11 @@ class PartitionGroups:
         return len(self.values)
 
 
-_SPLIT_ROWS = 1 << 18  # columns at least this long are dictionary-encoded in two halves with a pool
+_SPLIT_ROWS = 1 << 16  # columns at least this long are dictionary-encoded in two halves with a pool
 
 
-def _codes(column: pa.ChunkedArray | pa.Array, pool: Executor | None = None) -> tuple[np.ndarray, int]:
-    """Dictionary codes (first-appearance order, null its own code) and the number of codes.
+def _codes(column: pa.ChunkedArray | pa.Array, pool: Executor | None = None) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary codes (int64, first-appearance order, null its own code) and the dictionary.
     With a ``pool``, a long column's second half is encoded by the pool beside the first."""
     if pool is not None and len(column) >= _SPLIT_ROWS:
         half = len(column) // 2
@@ -526,15 +527,12 @@ def _codes(column: pa.ChunkedArray | pa.Array, pool: Executor | None = None) -> 
         codes, dictionary = _encode(column.slice(0, half))
         rest, rest_dictionary = second.result()
         # codes of the second half's values in the whole column's first-appearance order
-        merged = _encode(pa.concat_arrays([dictionary, rest_dictionary]))
-        remap = merged[0][len(dictionary):]
-        return np.concatenate([codes, remap[rest]]), len(merged[1])
-    codes, dictionary = _encode(column)
-    return codes, len(dictionary)
+        remap, merged = _encode(pa.concat_arrays([dictionary, rest_dictionary]))
+        return np.concatenate([codes, remap[len(dictionary):][rest]]), merged
+    return _encode(column)
 
 
 def _encode(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
-    """int64 dictionary codes of ``column`` (nulls a value of their own) and its dictionary."""
     encoded = pc.dictionary_encode(column, null_encoding="encode")
     if isinstance(encoded, pa.ChunkedArray):
         chunks = encoded.chunks
@@ -554,6 +552,38 @@ def _dense(codes: np.ndarray) -> tuple[np.ndarray, int]:
     return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(encoded.dictionary)
 
 
+def partition_codes(table: pa.Table, keys: Sequence[str], *,
+                    pool: Executor | None = None) -> tuple[np.ndarray, list[tuple[object, ...]]]:
+    """The partition of every row as a code (int64; codes numbered in order of first appearance)
+    and the partition values of each code, without grouping the rows. Nulls are a value of their
+    own. With a ``pool`` (two threads), long key columns are hashed half by half in parallel.
+    Raises :class:`SchemaError` for an unknown key."""
+    rows = table.num_rows
+    missing = [k for k in keys if k not in table.column_names]
+    if missing:
+        raise SchemaError(f"partition keys {missing} are not columns of the table")
+    if rows == 0:
+        return np.zeros(0, dtype=np.int64), []
+    if not keys:
+        return np.zeros(rows, dtype=np.int64), [()]
+    if len(keys) == 1:  # one key's codes are dense and in first-appearance order already
+        codes, dictionary = _codes(table.column(keys[0]), pool)
+        return codes, [(v,) for v in dictionary.to_pylist()]
+    group_ids, groups = np.zeros(rows, dtype=np.int64), 1
+    for key in keys:
+        codes, dictionary = _codes(table.column(key), pool)
+        size = len(dictionary)
+        if groups * size >= 1 << 62:
+            group_ids, groups = _dense(group_ids)
+        group_ids = group_ids * size + codes
+        groups *= size
+    group_ids, groups = _dense(group_ids)
+    # codes count up in order of first appearance: each first row raises the running maximum
+    firsts = np.flatnonzero(np.diff(np.maximum.accumulate(group_ids), prepend=-1))
+    columns = [table.column(k).take(pa.array(firsts)).to_pylist() for k in keys]
+    return group_ids, [tuple(col[g] for col in columns) for g in range(groups)]
+
+
 def group_by_partition(table: pa.Table, keys: Sequence[str], *, pool: Executor | None = None) -> PartitionGroups:
     """Group the rows of ``table`` by the values of the partition ``keys`` (numpy/arrow, no per-row
     Python). With no keys every row is in one group with the empty tuple as values.
@@ -562,30 +592,34 @@ def group_by_partition(table: pa.Table, keys: Sequence[str], *, pool: Executor |
     both map to the default partition directory. Raises :class:`SchemaError` for an unknown key.
     With a ``pool`` (two threads), long key columns are hashed half by half in parallel.
     """
-    rows = table.num_rows
-    missing = [k for k in keys if k not in table.column_names]
-    if missing:
-        raise SchemaError(f"partition keys {missing} are not columns of the table")
-    if rows == 0:
-        return PartitionGroups([], np.zeros(0, dtype=np.int64), [])
-    group_ids, groups = np.zeros(rows, dtype=np.int64), 1
-    for i, key in enumerate(keys):
-        codes, size = _codes(table.column(key), pool)
-        if i == 0:
-            group_ids, groups = codes, size
-            continue
-        if groups * size >= 1 << 62:
-            group_ids, groups = _dense(group_ids)
-        group_ids = group_ids * size + codes
-        groups *= size
-    if len(keys) > 1:  # one key's codes are already dense and in first-appearance order
-        group_ids, groups = _dense(group_ids)
-    narrow = next(t for t in (np.int8, np.int16, np.int32, np.int64) if groups <= np.iinfo(t).max)
-    order = np.argsort(group_ids.astype(narrow), kind="stable")  # radix sort for 8/16-bit ids
-    counts = np.bincount(group_ids, minlength=groups)
-    bounds = np.cumsum(counts)[:-1]
-    row_indices = np.split(order, bounds)
-    firsts = pa.array(order[np.concatenate([[0], bounds])], type=pa.int64())
-    columns = [table.column(k).take(firsts).to_pylist() for k in keys]
-    values = [tuple(col[g] for col in columns) for g in range(groups)]
-    return PartitionGroups(values, group_ids, row_indices)
+    group_ids, values = partition_codes(table, keys, pool=pool)
+    if not values:
+        return PartitionGroups([], group_ids, [])
+    return PartitionGroups(values, group_ids, rows_by_code(group_ids, len(values))[1])
+
+
+def rows_by_code(codes: np.ndarray, count: int, *,
+                 pool: Executor | None = None) -> tuple[list[int], list[np.ndarray]]:
+    """The codes ``0 <= c < count`` that occur, ascending, and the rows of each, ascending (a
+    stable radix sort of the codes). With a ``pool``, a long array's halves are sorted in
+    parallel and each code's rows joined (the first half's rows all come before the second's)."""
+    if pool is None or len(codes) < _SPLIT_ROWS or count == 1:
+        return _rows_by_code(codes, count, 0)
+    half = len(codes) // 2
+    second = pool.submit(_rows_by_code, codes[half:], count, half)
+    first_codes, first_rows = _rows_by_code(codes[:half], count, 0)
+    second_codes, second_rows = second.result()
+    rows = dict(zip(first_codes, first_rows, strict=True))
+    for code, more in zip(second_codes, second_rows, strict=True):
+        rows[code] = np.concatenate([rows[code], more]) if code in rows else more
+    present = sorted(rows)
+    return present, [rows[c] for c in present]
+
+
+def _rows_by_code(codes: np.ndarray, count: int, offset: int) -> tuple[list[int], list[np.ndarray]]:
+    order = stable_integer_order(codes) if count > 1 else np.arange(len(codes), dtype=np.int64)
+    if offset:
+        order += offset
+    counts = np.bincount(codes, minlength=count)
+    present = np.flatnonzero(counts)
+    return present.tolist(), np.split(order, np.cumsum(counts[present])[:-1])

@@ -20,7 +20,7 @@ from ..data import data_file as df
 from ..data.bucket import bucket_ids, hash_codes
 from ..data.conversion import field_types
 from ..data.keys import last_per_key, merge_order, stable_integer_order
-from ..data.partition import group_by_partition
+from ..data.partition import partition_codes, rows_by_code
 from ..errors import DataError, InvalidArgumentError, InvalidOptionError, SchemaError, UnsupportedError
 from ..fs import FileIO, join
 from ..merge import merge
@@ -263,27 +263,28 @@ class TableWrite:
             hash_columns = [table.column(k) for k in self._bucket_keys]
             if pool is not None:
                 hashing = pool.submit(bucket_ids, hash_columns, self._bucket)
-        partitions = group_by_partition(table, self._partition_keys, pool=pool)
-        buckets = hashes = None
-        if self._bucket > 0:
-            buckets = (hashing.result() if hashing is not None else bucket_ids(hash_columns, self._bucket))
-            buckets = buckets.astype(np.int16)
-        elif self._dynamic:
-            hashes = hash_codes([table.column(k) for k in self._pk])
+        codes, partitions = partition_codes(table, self._partition_keys, pool=pool)
         targets: list[tuple[tuple[object, ...], int, np.ndarray]] = []  # (partition, bucket, rows ascending)
-        for values, rows in zip(partitions.values, partitions.row_indices, strict=True):
-            if hashes is not None:
+        if self._bucket > 0:
+            buckets = hashing.result() if hashing is not None else bucket_ids(hash_columns, self._bucket)
+            # one stable sort by (partition, bucket): the rows of each stay ascending
+            slots, rows_of_slots = rows_by_code(codes * self._bucket + buckets, len(partitions) * self._bucket,
+                                                pool=pool)
+            for slot, rows in zip(slots, rows_of_slots, strict=True):
+                targets.append((partitions[slot // self._bucket], slot % self._bucket, rows))
+        else:
+            hashes = hash_codes([table.column(k) for k in self._pk]) if self._dynamic else None
+            present, rows_of_partitions = rows_by_code(codes, len(partitions), pool=pool)
+            for code, rows in zip(present, rows_of_partitions, strict=True):
+                values = partitions[code]
+                if hashes is None:
+                    targets.append((values, 0, rows))
+                    continue
                 row_buckets = self._bucket_index(values).assign(hashes[rows]).astype(np.int16)
-            elif buckets is None:
-                targets.append((values, 0, rows))
-                continue
-            else:
-                row_buckets = buckets[rows]
-            order = np.argsort(row_buckets, kind="stable")  # radix sort on int16: rows stay ascending per bucket
-            sorted_buckets = row_buckets[order]
-            cuts = np.flatnonzero(np.diff(sorted_buckets)) + 1
-            for chunk in np.split(order, cuts):
-                targets.append((values, int(row_buckets[chunk[0]]), rows[chunk]))
+                order = np.argsort(row_buckets, kind="stable")  # radix sort on int16: rows stay ascending
+                cuts = np.flatnonzero(np.diff(row_buckets[order])) + 1
+                for chunk in np.split(order, cuts):
+                    targets.append((values, int(row_buckets[chunk[0]]), rows[chunk]))
         # what the writer has not seen yet is restored in one pass over the manifests
         self._start.restore([(values, bucket) for values, bucket, _ in targets
                              if (values, bucket) not in self._next_sequence])
