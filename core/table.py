@@ -196,8 +196,7 @@ class Table:
             return committer.commit([], commit_identifier=identifier)
         with self.new_write(overwrite=spec is not None) as writer:
             try:
-                writer.write(data, row_kinds=row_kinds)
-                messages = writer.prepare_commit()
+                messages = writer.write_all(data, row_kinds=row_kinds)
             except BaseException:
                 self.manifest_io.delete_data_files(writer.pending_messages())
                 raise

@@ -9,6 +9,7 @@ those messages; files of messages that are never committed are orphans, never re
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -163,6 +164,8 @@ class TableWrite:
         self._bucket_keys = list(schema.bucket_keys) if self._bucket > 0 else []
         self._groups: dict[tuple[tuple[object, ...], int], _Group] = {}
         self._buffered = 0
+        self._buffer_lock = threading.Lock()
+        self._touched: set[tuple[tuple[object, ...], int]] = set()  # written to since prepare_commit
         self._start: WriteStart = start if start is not None else EmptyStart()  # the snapshot it continues
         self._bucket_indexes: dict[tuple[object, ...], PartitionBucketIndex] = {}
         self._hash_files: dict[tuple[tuple[object, ...], int], list[IndexFileMeta]] = {}
@@ -200,12 +203,22 @@ class TableWrite:
         columns; types the table refuses; values that do not fit) or DataError (null in a NOT
         NULL or primary-key column, unknown row kind, retractions into an append table).
         """
+        self._write(data, row_kinds, fuse=False)
+
+    def write_all(self, data, *, row_kinds=None) -> list[CommitMessage]:
+        """``write(data)`` then ``prepare_commit()``, for a writer given one input (``Table.write``).
+        A table (or data frame) given whole, to a writer holding nothing, has each bucket's rows
+        written as files as soon as they are gathered: no buffer between routing and encoding."""
+        self._write(data, row_kinds, fuse=not self._groups)
+        return self.prepare_commit()
+
+    def _write(self, data, row_kinds, *, fuse: bool) -> None:
         if isinstance(data, (pa.Table, pa.RecordBatch)):
-            self._write_table(to_arrow_table(data), row_kinds)
+            self._write_table(to_arrow_table(data), row_kinds, fuse=fuse)
             return
         frame = dataframe_to_arrow(data)
         if frame is not None:
-            self._write_table(frame, row_kinds)
+            self._write_table(frame, row_kinds, fuse=fuse)
             return
         if isinstance(data, pa.RecordBatchReader):
             batches: Iterable = data
@@ -217,7 +230,7 @@ class TableWrite:
             except TypeError:
                 raise not_accepted(data) from None
         if row_kinds is not None and not isinstance(row_kinds, str):
-            self._write_table(to_arrow_table(list(batches)), row_kinds)  # per-row kinds need the whole input
+            self._write_table(to_arrow_table(list(batches)), row_kinds, fuse=fuse)  # per-row kinds need the whole input
             return
         written = False
         for chunk in chunks(_one_schema(batches), self.chunk_bytes):
@@ -226,7 +239,7 @@ class TableWrite:
         if not written:
             raise SchemaError(f"write() takes {ACCEPTED_INPUTS}; the iterable was empty")
 
-    def _write_table(self, data: pa.Table, row_kinds) -> None:
+    def _write_table(self, data: pa.Table, row_kinds, *, fuse: bool = False) -> None:
         table = conform(data, self._arrow_schema, self._schema.primary_keys, table_types=self._table_types)
         if table.num_rows == 0:
             return
@@ -244,7 +257,8 @@ class TableWrite:
             table, kinds = self._router_of().route(table, kinds)
             if table.num_rows == 0:
                 return
-        self._route(table, kinds, self._routing_pool() if table.num_rows >= _PARALLEL_ROUTING_ROWS else None)
+        self._route(table, kinds, self._routing_pool() if table.num_rows >= _PARALLEL_ROUTING_ROWS else None,
+                    fuse=fuse)
         self._relieve_memory()
 
     def _routing_pool(self) -> ThreadPoolExecutor:
@@ -255,9 +269,10 @@ class TableWrite:
             self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="paimonflow-route")
         return self._pool
 
-    def _route(self, table: pa.Table, kinds: np.ndarray, pool: ThreadPoolExecutor | None) -> None:
-        """Buffer the rows of ``table`` by (partition, bucket); with a ``pool``, hashing runs
-        beside the partition grouping and the buckets are gathered by two threads."""
+    def _route(self, table: pa.Table, kinds: np.ndarray, pool: ThreadPoolExecutor | None, *, fuse: bool) -> None:
+        """Buffer the rows of ``table`` by (partition, bucket) (with ``fuse``: write them as files
+        right away); with a ``pool``, hashing runs beside the partition grouping and the buckets
+        are gathered by two threads."""
         hashing = None
         if self._bucket > 0:
             hash_columns = [table.column(k) for k in self._bucket_keys]
@@ -288,7 +303,7 @@ class TableWrite:
         # what the writer has not seen yet is restored in one pass over the manifests
         self._start.restore([(values, bucket) for values, bucket, _ in targets
                              if (values, bucket) not in self._next_sequence])
-        self._add_all(table, kinds, targets, pool)
+        self._add_all(table, kinds, targets, pool, fuse=fuse)
 
     def _router_of(self) -> CrossPartitionRouter:
         if self._router is None:
@@ -320,32 +335,43 @@ class TableWrite:
         return (new,), tuple(old)
 
     def _add_all(self, table: pa.Table, kinds: np.ndarray, targets: Sequence[tuple[tuple[object, ...], int, np.ndarray]],
-                 pool: ThreadPoolExecutor | None) -> None:
+                 pool: ThreadPoolExecutor | None, *, fuse: bool = False) -> None:
         """Buffer the ``rows`` of ``table`` of each (partition, bucket) target: gathered once, and
         in a primary-key table already in key order (so the flush neither sorts nor gathers a
         bucket written by one call). With a ``pool`` the targets are gathered by its threads
-        (numpy's sort and Arrow's take release the GIL)."""
+        (numpy's sort and Arrow's take release the GIL). With ``fuse`` each gathered target is
+        written as files at once by the thread that gathered it, and nothing stays buffered."""
         firsts = [self._take_sequence((values, bucket), len(rows)) for values, bucket, rows in targets]
+        self._touched.update((values, bucket) for values, bucket, _ in targets)
         keys = self._sort_key(table)
-        jobs = [(rows, first) for (_, _, rows), first in zip(targets, firsts, strict=True)]
         # a one-chunk column taken as an Array: Arrow's take of strings is ~3x slower on a ChunkedArray
         columns = [c.chunk(0) if c.num_chunks == 1 else c for c in table.columns]
 
-        def gather(job: tuple[np.ndarray, int]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-            return self._gather(table, columns, kinds, keys, *job)
+        def gather(target: tuple[tuple[object, ...], int, np.ndarray], first: int) -> _Group:
+            values, bucket, rows = target
+            part, part_kinds, sequence = self._gather(table, columns, kinds, keys, rows, first)
+            group = _Group(values, bucket, tables=[part], kinds=[part_kinds], sequences=[sequence], nbytes=part.nbytes)
+            if fuse:
+                with self._buffer_lock:
+                    self._buffered += group.nbytes
+                self._flush_group(group)
+            return group
 
-        if pool is not None and len(jobs) > 1:
-            parts = list(pool.map(gather, jobs))
-        else:
-            parts = [gather(job) for job in jobs]
-        for (values, bucket, _), (part, part_kinds, sequence) in zip(targets, parts, strict=True):
-            key = (values, bucket)
+        with self._files.background_stores() if fuse else contextlib.nullcontext():
+            if pool is not None and len(targets) > 1:
+                parts = list(pool.map(gather, targets, firsts))
+            else:
+                parts = [gather(target, first) for target, first in zip(targets, firsts, strict=True)]
+        if fuse:
+            return
+        for part in parts:
+            key = (part.partition, part.bucket)
             slot = self._groups.get(key)
             if slot is None:
-                slot = self._groups[key] = _Group(values, bucket)
-            slot.tables.append(part)
-            slot.kinds.append(part_kinds)
-            slot.sequences.append(sequence)
+                slot = self._groups[key] = _Group(part.partition, part.bucket)
+            slot.tables += part.tables
+            slot.kinds += part.kinds
+            slot.sequences += part.sequences
             slot.nbytes += part.nbytes
             self._buffered += part.nbytes
 
@@ -411,9 +437,13 @@ class TableWrite:
     def _take_buffer(self, group: _Group) -> tuple[pa.Table, np.ndarray, np.ndarray]:
         """The group's buffered rows (one table per write call, one after the other), kinds and
         sequence numbers; empties the buffer."""
-        table = group.tables[0] if len(group.tables) == 1 else pa.concat_tables(group.tables).combine_chunks()
-        kinds, sequence = np.concatenate(group.kinds), np.concatenate(group.sequences)
-        self._buffered -= group.nbytes
+        if len(group.tables) == 1:
+            table, kinds, sequence = group.tables[0], group.kinds[0], group.sequences[0]
+        else:
+            table = pa.concat_tables(group.tables).combine_chunks()
+            kinds, sequence = np.concatenate(group.kinds), np.concatenate(group.sequences)
+        with self._buffer_lock:  # buckets are flushed by several threads
+            self._buffered -= group.nbytes
         group.tables, group.kinds, group.sequences, group.nbytes = [], [], [], 0
         return table, kinds, sequence
 
@@ -562,7 +592,7 @@ class TableWrite:
     def prepare_commit(self) -> list[CommitMessage]:
         """Write everything buffered; compact what needs it (unless ``write-only``); return one
         message per (partition, bucket) touched since the last ``prepare_commit``."""
-        touched = set(self._groups)
+        touched, self._touched = self._touched | set(self._groups), set()
         self.flush()
         if self.compacts:
             full = self._options.full_compaction_delta_commits is not None

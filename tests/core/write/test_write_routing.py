@@ -147,3 +147,62 @@ def test_repeated_partition_columns_keep_type_and_nulls(catalog, value):
     assert got.schema.field("day").type == pa.date32()
     assert got.column("day").to_pylist() == [value] * n
     assert got.column("id").to_pylist() == list(range(n))  # an append bucket keeps arrival order
+
+
+def _content(table) -> list[tuple[str, int, list]]:
+    """Every data file as (bucket directory, level, rows with system columns), file names aside."""
+    out = []
+    for root, content in data_files(table):
+        out.append((os.path.relpath(root, table.path), content.num_rows, content.to_pylist()))
+    return sorted(out, key=lambda f: (f[0], str(f[2][:1])))
+
+
+@pytest.mark.parametrize("options", [
+    {"bucket": "4"},
+    {"bucket": "4", "changelog-producer": "input"},
+    {"bucket": "-1"},
+    {"bucket": "2", "deletion-vectors.enabled": "true"},
+])
+@pytest.mark.parametrize("count", [3_000, 140_000])
+def test_a_whole_table_written_at_once_makes_the_files_of_a_buffered_write(tmp_path, options, count):
+    """Table.write (write_all: each bucket written as soon as it is gathered) and a writer that
+    buffers then prepares the commit produce the same files: rows, order, sequence numbers and
+    row kinds."""
+    rng = np.random.default_rng(count)
+    ids = rng.integers(0, count // 2, count)  # repeated keys: folded to the newest row
+    tables = []
+    for fused in (True, False):
+        c = Catalog(str(tmp_path / f"wh-{fused}"))
+        c.create_database("db")
+        t = c.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options=options)
+        t.write(rows(ids[: count // 3], "a"))  # an earlier snapshot: sequence numbers continue from it
+        if fused:
+            t.write(rows(ids, "b"))
+        else:
+            with t.new_write() as writer:
+                writer.write(rows(ids, "b"))
+                messages = writer.prepare_commit()
+            t.new_commit().commit(messages)
+        tables.append(t)
+    fused_table, buffered_table = tables
+    assert _content(fused_table) == _content(buffered_table)
+    assert fused_table.read().sort_by("id").equals(buffered_table.read().sort_by("id"))
+
+
+def test_a_whole_append_write_makes_the_files_of_a_buffered_write(tmp_path):
+    rng = np.random.default_rng(9)
+    data = rows(rng.integers(0, 10**6, 150_000), "x")
+    tables = []
+    for fused in (True, False):
+        c = Catalog(str(tmp_path / f"wh-{fused}"))
+        c.create_database("db")
+        t = c.create_table("db.t", SCHEMA, partition_keys=["dt"], options={"bucket": "3", "bucket-key": "id"})
+        if fused:
+            t.write(data)
+        else:
+            with t.new_write() as writer:
+                writer.write(data)
+                messages = writer.prepare_commit()
+            t.new_commit().commit(messages)
+        tables.append(t)
+    assert _content(tables[0]) == _content(tables[1])
