@@ -421,8 +421,11 @@ class TableWrite:
         return first
 
     def _relieve_memory(self) -> None:
-        """Spill (or flush) the largest buckets until the buffer fits ``write-buffer-size``."""
+        """Spill (or flush) the largest buckets until the buffer fits ``write-buffer-size``; then
+        hand the memory they held back to the system (Arrow's allocator keeps freed pages for a
+        while: measured +40 to +80 MB peak RSS over a 5M-row stream with a 64 MB buffer)."""
         limit = self._options.write_buffer_size
+        relieved = False
         while self._buffered > limit and self._groups:
             group = max(self._groups.values(), key=lambda g: g.nbytes)
             if group.nbytes == 0:
@@ -431,6 +434,9 @@ class TableWrite:
                 self._spill(group)
             else:
                 self._flush_group(group)
+            relieved = True
+        if relieved:
+            pa.default_memory_pool().release_unused()
 
     # -- spilling ----------------------------------------------------------------------------
 
