@@ -36,12 +36,15 @@ def read(table):
 
 def main():
     data_dir, work, reps, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    warmup = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     base = pq.read_table(f"{data_dir}/base.parquet")
     update = pq.read_table(f"{data_dir}/update.parquet")
     native = {"write.native.enabled": "true", "commit.native.enabled": "true", "read.native.enabled": "true"}
     extra = native if mode == "rust" else {}
     times = {k: [] for k in ("pk_write", "pk_update", "pk_read", "append_write", "append_read")}
-    for rep in range(reps):
+    for rep in range(warmup + reps):
+        if rep == warmup:  # the warm-up rounds are not counted
+            times = {k: [] for k in times}
         cat = CatalogFactory.create({"warehouse": tempfile.mkdtemp(dir=work)})
         cat.create_database("b", True)
         cat.create_table("b.pk", Schema.from_pyarrow_schema(base.schema, partition_keys=["dt"], primary_keys=["id", "dt"],

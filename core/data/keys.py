@@ -96,6 +96,19 @@ def last_per_key(sorted_table: pa.Table, keys: Sequence[str]) -> np.ndarray:
     return last
 
 
+def last_in_order(table: pa.Table, keys: Sequence[str], order: np.ndarray) -> np.ndarray:
+    """:func:`last_per_key` of ``table`` taken in ``order``, without taking the table: one
+    integer key without nulls is compared as numpy."""
+    if len(keys) == 1:
+        column = table.column(keys[0])
+        if pa.types.is_integer(column.type) and column.null_count == 0:
+            ordered = column.to_numpy()[order]
+            last = np.ones(len(ordered), dtype=bool)
+            last[:-1] = ordered[1:] != ordered[:-1]
+            return last
+    return last_per_key(table.select(keys).take(pa.array(order)), keys)
+
+
 def lookup_candidates(sorted_table: pa.Table, keys: Sequence[str], levels: np.ndarray) -> np.ndarray:
     """For a table sorted by ``keys`` whose rows come from files on ``levels``: the rows Paimon's
     ``LookupMergeFunction`` merges. Every level-0 row takes part; of a key's rows above level 0

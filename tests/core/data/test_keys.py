@@ -32,3 +32,19 @@ def test_stable_integer_order_full_span_and_ties(dtype):
                              rng.integers(info.min, info.max, 5000, dtype=dtype, endpoint=True)])
     values = np.concatenate([values, values[::-1]])  # every value at least twice: ties keep positions
     assert stable_integer_order(values).tolist() == np.argsort(values, kind="stable").tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-5, 5), min_size=0, max_size=60), st.booleans())
+def test_last_in_order_is_last_per_key_of_the_taken_table(values, as_string):
+    """The numpy shortcut (one integer key) and the general path agree (primary keys are
+    never null)."""
+    import pyarrow as pa
+
+    from paimonflow.core.data.keys import last_in_order, last_per_key
+
+    column = pa.array([str(v) if as_string else v for v in values], pa.string() if as_string else pa.int64())
+    table = pa.table({"k": column, "v": pa.array(range(len(values)), pa.int64())})
+    order = np.argsort(np.array(values, dtype=np.int64), kind="stable")
+    expected = last_per_key(table.select(["k"]).take(pa.array(order, pa.int64())), ["k"])
+    assert last_in_order(table, ["k"], order).tolist() == expected.tolist()
