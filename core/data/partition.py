@@ -617,6 +617,10 @@ def rows_by_code(codes: np.ndarray, count: int, *,
 
 
 def _rows_by_code(codes: np.ndarray, count: int, offset: int) -> tuple[list[int], list[np.ndarray]]:
+    if count > max(len(codes), 1 << 16):  # few of many possible codes (partitions x buckets): number those
+        present, dense = np.unique(codes, return_inverse=True)
+        numbers, rows = _rows_by_code(dense.reshape(-1), len(present), offset)
+        return present[numbers].tolist(), rows
     order = stable_integer_order(codes) if count > 1 else np.arange(len(codes), dtype=np.int64)
     if offset:
         order += offset

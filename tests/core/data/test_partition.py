@@ -538,3 +538,20 @@ def test_group_by_partition_in_two_halves_matches_one_pass(monkeypatch):
             assert split.values == whole.values == list(_naive_groups(table, keys))
             assert [g.tolist() for g in split.row_indices] == [g.tolist() for g in whole.row_indices]
             assert split.group_ids.tolist() == whole.group_ids.tolist()
+
+
+def test_rows_by_code_with_few_of_many_possible_codes():
+    """Codes of (partition, bucket) slots can range over far more values than there are rows:
+    only the codes that occur are counted (no array as long as every possible code)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from paimonflow.core.data.partition import rows_by_code
+
+    rng = np.random.default_rng(8)
+    codes = rng.choice(np.array([3, 10**9, 7 * 10**11, 5]), 200_000)
+    expected = {int(c): np.flatnonzero(codes == c).tolist() for c in np.unique(codes)}
+    with ThreadPoolExecutor(2) as pool:
+        for executor in (None, pool):
+            present, rows = rows_by_code(codes, 10**12, pool=executor)
+            assert present == sorted(expected)
+            assert [r.tolist() for r in rows] == [expected[c] for c in present]
