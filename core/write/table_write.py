@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -359,7 +359,11 @@ class TableWrite:
 
         with self._files.background_stores() if fuse else contextlib.nullcontext():
             if pool is not None and len(targets) > 1:
-                parts = list(pool.map(gather, targets, firsts))
+                # every job ends before a failure is raised: none writes a file after the caller
+                # has collected the written files to delete them
+                jobs = [pool.submit(gather, target, first) for target, first in zip(targets, firsts, strict=True)]
+                wait(jobs)
+                parts = [job.result() for job in jobs]
             else:
                 parts = [gather(target, first) for target, first in zip(targets, firsts, strict=True)]
         if fuse:

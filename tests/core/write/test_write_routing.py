@@ -206,3 +206,31 @@ def test_a_whole_append_write_makes_the_files_of_a_buffered_write(tmp_path):
             t.new_commit().commit(messages)
         tables.append(t)
     assert _content(tables[0]) == _content(tables[1])
+
+
+def test_a_bucket_failing_mid_write_leaves_no_file_behind(catalog, monkeypatch):
+    """When one bucket's files fail while the other thread is still writing its own, the write
+    waits for every bucket before raising, so the files it wrote are all deleted: none lands
+    after the clean-up, nothing becomes visible and the table reads as before."""
+    import glob
+    import time
+
+    from paimonflow.core.write.file_writer import DataFileWriter
+
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "4"})
+    t.write(rows(np.arange(10), "old"))
+    before = sorted(glob.glob(f"{t.path}/**/*.parquet", recursive=True))
+    original = DataFileWriter.write_sorted
+
+    def failing(self, partition, bucket, chunks, **kwargs):
+        if partition == ("d1",) and bucket == 0:
+            raise OSError("disk full (injected)")
+        time.sleep(0.05)  # the other buckets are still being written when the failure is raised
+        return original(self, partition, bucket, chunks, **kwargs)
+
+    monkeypatch.setattr(DataFileWriter, "write_sorted", failing)
+    with pytest.raises(OSError, match="injected"):
+        t.write(rows(np.arange(140_000), "new"))
+    time.sleep(0.3)  # a job still running after the raise would write its file now
+    assert sorted(glob.glob(f"{t.path}/**/*.parquet", recursive=True)) == before
+    assert t.read().sort_by("id").column("name").to_pylist() == [f"old{i}" for i in range(10)]
