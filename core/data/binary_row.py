@@ -483,19 +483,53 @@ def serialize_columns(
     Byte-identical to :func:`serialize_row_no_prefix` applied row by row, but computed with numpy
     over whole columns. Raises :class:`UnsupportedError` for non-atomic types.
     """
+    encoded = _encode_columns(columns, precisions, "serialize_columns")
+    return _serialize(encoded, len(columns[0]))
+
+
+def hashable_rows(
+    columns: Sequence[pa.Array | pa.ChunkedArray],
+    *,
+    precisions: Sequence[int | None] | None = None,
+) -> list[np.ndarray | int] | EncodedRows:
+    """The BinaryRows of :func:`serialize_columns`, in the cheapest form to hash: when no field
+    has a variable part, their 32-bit words column by column (uint32 arrays; a word equal in every
+    row, such as the header of rows without nulls, as an int), with no rows x width buffer;
+    otherwise the serialized rows. The columns are encoded once either way."""
+    encoded = _encode_columns(columns, precisions, "hashable_rows")
+    if any(col.var_sizes is not None for col in encoded):
+        return _serialize(encoded, len(columns[0]))
+    header: list[np.ndarray | int] = [0] * (header_size(len(encoded)) // 8)  # row kind +I is 0
+    for i, col in enumerate(encoded):
+        if col.nulls is not None:
+            bit = i + 8
+            header[bit // 64] = header[bit // 64] | (col.nulls.astype(_LE_U8) << np.uint64(bit % 64))
+    words: list[np.ndarray | int] = []
+    for word in [*header, *(col.slots for col in encoded)]:
+        if isinstance(word, int):
+            words += [word & 0xFFFFFFFF, word >> 32]
+        else:
+            words += [word.astype(np.uint32), (word >> np.uint64(32)).astype(np.uint32)]
+    return words
+
+
+def _encode_columns(columns: Sequence[pa.Array | pa.ChunkedArray], precisions: Sequence[int | None] | None,
+                    caller: str) -> list[_Column]:
     arrays = [_plain_array(c) for c in columns]
     if not arrays:
-        raise SchemaError("serialize_columns needs at least one column")
-    n = len(arrays[0])
-    if any(len(a) != n for a in arrays):
+        raise SchemaError(f"{caller} needs at least one column")
+    if any(len(a) != len(arrays[0]) for a in arrays):
         raise SchemaError("columns have different lengths")
     encodings = _encodings([a.type for a in arrays], precisions)
-    arity = len(arrays)
+    return [_encode_column(a, e) for a, e in zip(arrays, encodings, strict=True)]
+
+
+def _serialize(encoded: list[_Column], n: int) -> EncodedRows:
+    arity = len(encoded)
     head_words = header_size(arity) // 8
     fixed_words = head_words + arity
     fixed_bytes = 8 * fixed_words
     fixed = np.zeros((n, fixed_words), dtype=_LE_U8)
-    encoded = [_encode_column(a, e) for a, e in zip(arrays, encodings, strict=True)]
 
     var_total = np.zeros(n, dtype=np.int64)
     var_starts: list[np.ndarray | None] = []
@@ -534,38 +568,6 @@ def serialize_columns(
             assert col.writer is not None
             col.writer(buffer, offsets[:-1] + start)
     return EncodedRows(buffer, offsets, width)
-
-
-def fixed_row_words(
-    columns: Sequence[pa.Array | pa.ChunkedArray],
-    *,
-    precisions: Sequence[int | None] | None = None,
-) -> list[np.ndarray | int] | None:
-    """The 32-bit words of the BinaryRows :func:`serialize_columns` makes, word by word across
-    the rows (uint32 arrays; a word equal in every row, such as the header of rows without
-    nulls, as an int), when no field has a variable part; None when one does. Hashing these
-    needs no rows x width buffer."""
-    arrays = [_plain_array(c) for c in columns]
-    if not arrays:
-        raise SchemaError("fixed_row_words needs at least one column")
-    if any(len(a) != len(arrays[0]) for a in arrays):
-        raise SchemaError("columns have different lengths")
-    encodings = _encodings([a.type for a in arrays], precisions)
-    encoded = [_encode_column(a, e) for a, e in zip(arrays, encodings, strict=True)]
-    if any(col.var_sizes is not None for col in encoded):
-        return None
-    header: list[np.ndarray | int] = [0] * (header_size(len(arrays)) // 8)  # row kind +I is 0
-    for i, col in enumerate(encoded):
-        if col.nulls is not None:
-            bit = i + 8
-            header[bit // 64] = header[bit // 64] | (col.nulls.astype(_LE_U8) << np.uint64(bit % 64))
-    words: list[np.ndarray | int] = []
-    for word in [*header, *(col.slots for col in encoded)]:
-        if isinstance(word, int):
-            words += [word & 0xFFFFFFFF, word >> 32]
-        else:
-            words += [word.astype(np.uint32), (word >> np.uint64(32)).astype(np.uint32)]
-    return words
 
 
 def _plain_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from .binary_row import EncodedRows, fixed_row_words, serialize_columns
+from .binary_row import EncodedRows, hashable_rows
 
 SEED = 42
 _C1 = 0xCC9E2D51
@@ -26,23 +26,7 @@ _MASK = 0xFFFFFFFF
 
 def _mix_words(words: np.ndarray) -> np.ndarray:
     """Murmur body over the columns of ``words`` (rows x words, uint32), returning h1 per row."""
-    rows, width = words.shape
-    h = np.full(rows, SEED, dtype=np.uint32)
-    k = np.empty(rows, dtype=np.uint32)
-    t = np.empty(rows, dtype=np.uint32)
-    for i in range(width):
-        np.multiply(words[:, i], _C1, out=k)
-        np.left_shift(k, 15, out=t)
-        np.right_shift(k, 17, out=k)
-        np.bitwise_or(k, t, out=k)
-        np.multiply(k, _C2, out=k)
-        np.bitwise_xor(h, k, out=h)
-        np.left_shift(h, 13, out=t)
-        np.right_shift(h, 19, out=h)
-        np.bitwise_or(h, t, out=h)
-        np.multiply(h, 5, out=h)
-        np.add(h, 0xE6546B64, out=h)
-    return h
+    return _mix_word_columns(list(words.T), len(words))
 
 
 def _scalar_k(word: int) -> int:
@@ -151,11 +135,10 @@ def hash_codes(
     ``columns`` are the bucket-key columns in bucket-key order; ``precisions`` as in
     :func:`paimonflow.core.data.binary_row.serialize_columns`.
     """
-    words = fixed_row_words(columns, precisions=precisions)
-    if words is not None:  # fixed-width rows: hashed word by word, no row buffer
-        rows = len(columns[0])
-        return _finish(_mix_word_columns(words, rows), 4 * len(words))
-    return _hash_encoded(serialize_columns(columns, precisions=precisions))
+    rows = hashable_rows(columns, precisions=precisions)
+    if isinstance(rows, EncodedRows):
+        return _hash_encoded(rows)
+    return _finish(_mix_word_columns(rows, len(columns[0])), 4 * len(rows))  # fixed width: word by word
 
 
 def buckets_of_hashes(hashes: np.ndarray, num_buckets: int) -> np.ndarray:

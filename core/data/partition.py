@@ -584,15 +584,14 @@ def partition_codes(table: pa.Table, keys: Sequence[str], *,
     return group_ids, [tuple(col[g] for col in columns) for g in range(groups)]
 
 
-def group_by_partition(table: pa.Table, keys: Sequence[str], *, pool: Executor | None = None) -> PartitionGroups:
+def group_by_partition(table: pa.Table, keys: Sequence[str]) -> PartitionGroups:
     """Group the rows of ``table`` by the values of the partition ``keys`` (numpy/arrow, no per-row
     Python). With no keys every row is in one group with the empty tuple as values.
 
     Nulls are a value of their own; empty strings and nulls stay different groups even though
     both map to the default partition directory. Raises :class:`SchemaError` for an unknown key.
-    With a ``pool`` (two threads), long key columns are hashed half by half in parallel.
     """
-    group_ids, values = partition_codes(table, keys, pool=pool)
+    group_ids, values = partition_codes(table, keys)
     if not values:
         return PartitionGroups([], group_ids, [])
     return PartitionGroups(values, group_ids, rows_by_code(group_ids, len(values))[1])

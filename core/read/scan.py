@@ -455,7 +455,8 @@ class SplitReader:
             opened = [stack.enter_context(self._open_file(split, f)) if keep_open else None for f in files]
             parts = [self._read_file(split, f, key_columns, system=system, opened=o)
                      for f, o in zip(files, opened, strict=True)]
-            table = pa.concat_tables(parts)
+            # contiguous once: the merge order, the newest-row mask and the kinds read it as numpy
+            table = pa.concat_tables(parts).combine_chunks()
             if table.num_rows == 0:
                 return self._empty_merge_result(wanted, system_columns)
             order = merge_order(table, self._keys, None if ordered else df.SEQUENCE_NUMBER, sequence_fields,

@@ -427,7 +427,7 @@ class TableWrite:
     def _relieve_memory(self) -> None:
         """Spill (or flush) the largest buckets until the buffer fits ``write-buffer-size``; then
         hand the memory they held back to the system (Arrow's allocator keeps freed pages for a
-        while: measured +40 to +80 MB peak RSS over a 5M-row stream with a 64 MB buffer)."""
+        while: measured 25-40 MB of peak RSS over a 5M-row stream with a 64 MB buffer)."""
         limit = self._options.write_buffer_size
         relieved = False
         while self._buffered > limit and self._groups:

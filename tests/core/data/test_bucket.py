@@ -292,7 +292,7 @@ def test_null_wide_key_hashes_java_layout():
 def test_fixed_width_rows_hash_word_by_word_like_row_buffers(data):
     """hash_codes hashes fixed-width keys column by column (no row buffer): the same hashes as
     the BinaryRow bytes serialize_columns lays out, nulls and two-word headers included."""
-    from paimonflow.core.data.binary_row import fixed_row_words, serialize_columns
+    from paimonflow.core.data.binary_row import hashable_rows, serialize_columns
     from paimonflow.core.data.bucket import _hash_encoded
 
     rows = data.draw(st.integers(1, 50))
@@ -307,11 +307,15 @@ def test_fixed_width_rows_hash_word_by_word_like_row_buffers(data):
         elif pa.types.is_floating(arrow_type):
             values = [None if v is None else v / 7 for v in values]
         columns.append(pa.array(values, arrow_type))
-    assert fixed_row_words(columns) is not None
+    assert isinstance(hashable_rows(columns), list)  # the word-by-word path
     assert hash_codes(columns).tolist() == _hash_encoded(serialize_columns(columns)).tolist()
 
 
-def test_variable_width_keys_have_no_word_columns():
-    from paimonflow.core.data.binary_row import fixed_row_words
+def test_variable_width_keys_hash_their_serialized_rows():
+    from paimonflow.core.data.binary_row import EncodedRows, hashable_rows, serialize_columns
 
-    assert fixed_row_words([pa.array(["a much longer string than seven bytes"]), pa.array([1])]) is None
+    columns = [pa.array(["a much longer string than seven bytes", "x"]), pa.array([1, 2])]
+    rows = hashable_rows(columns)
+    assert isinstance(rows, EncodedRows)
+    expected = serialize_columns(columns)
+    assert rows.buffer.tobytes() == expected.buffer.tobytes() and rows.offsets.tolist() == expected.offsets.tolist()

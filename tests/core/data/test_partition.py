@@ -514,13 +514,14 @@ def test_grouped_table_paths_match_pypaimon(interop):
     assert groups.row_indices[1].tolist() == [1, 4]
 
 
-def test_group_by_partition_in_two_halves_matches_one_pass(monkeypatch):
-    """With a pool, long key columns are dictionary-encoded half by half; the groups, their
-    first-appearance order and the rows are those of one pass (values new in the second half,
-    nulls and values in both halves included)."""
+def test_partition_codes_and_rows_in_two_halves_match_one_pass(monkeypatch):
+    """With a pool, long key columns are dictionary-encoded half by half and the rows of each code
+    sorted half by half; codes, their first-appearance order, their values and the rows are those
+    of one pass (values new in the second half, nulls and values in both halves included)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from paimonflow.core.data import partition
+    from paimonflow.core.data.partition import partition_codes, rows_by_code
 
     monkeypatch.setattr(partition, "_SPLIT_ROWS", 16)
     rng = np.random.default_rng(4)
@@ -533,11 +534,13 @@ def test_group_by_partition_in_two_halves_matches_one_pass(monkeypatch):
     })
     with ThreadPoolExecutor(2) as pool:
         for keys in (["dt"], ["dt", "hr"], ["hr"]):
-            split = group_by_partition(table, keys, pool=pool)
+            split_codes, split_values = partition_codes(table, keys, pool=pool)
             whole = group_by_partition(table, keys)
-            assert split.values == whole.values == list(_naive_groups(table, keys))
-            assert [g.tolist() for g in split.row_indices] == [g.tolist() for g in whole.row_indices]
-            assert split.group_ids.tolist() == whole.group_ids.tolist()
+            assert split_values == whole.values == list(_naive_groups(table, keys))
+            assert split_codes.tolist() == whole.group_ids.tolist()
+            present, split_rows = rows_by_code(split_codes, len(split_values), pool=pool)
+            assert present == list(range(len(whole.values)))
+            assert [g.tolist() for g in split_rows] == [g.tolist() for g in whole.row_indices]
 
 
 def test_rows_by_code_with_few_of_many_possible_codes():
