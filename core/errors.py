@@ -137,6 +137,18 @@ class UnsupportedError(PaimonflowError, NotImplementedError):
     """A feature of the format that this version of paimonflow does not handle."""
 
 
+class UnsupportedFeatureError(UnsupportedError):
+    """The table uses a feature this version of paimonflow does not implement for the operation
+    asked (the capability gate, :mod:`paimonflow.core.meta.capabilities`). Raised before any
+    file is written or deleted: nothing changed."""
+
+    def __init__(self, *, table: str, feature: str, operation: str, detail: str = "") -> None:
+        self.table, self.feature, self.operation = table, feature, operation
+        more = f" ({detail})" if detail else ""
+        super().__init__(f"table {table} uses {feature}{more}, which paimonflow does not support for "
+                         f"{operation}; nothing was changed")
+
+
 class StorageOutcomeUnknownError(StorageError):
     """A write may or may not have landed (timeout, lost response, server error).
 

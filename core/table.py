@@ -25,6 +25,7 @@ from .errors import (
     UnsupportedError,
 )
 from .fs import FileIO, join
+from .meta.capabilities import Operation, TableCapabilities, require_file_metadata
 from .meta.consumers import ConsumerManager
 from .meta.context import TableMeta
 from .meta.layout import MAIN_BRANCH
@@ -66,6 +67,8 @@ class Table:
         self.tag_manager = TagManager(file_io, path, branch)
         self.consumer_manager = ConsumerManager(file_io, path, branch)
         self.manifest_io = ManifestIO(file_io=file_io, table_path=path, schema=schema, options=self.options)
+        #: what paimonflow may do with this table (the capability gate, decided once per open)
+        self.capabilities = TableCapabilities.of(identifier, schema.options)
 
     def __repr__(self) -> str:
         branch = "" if self.branch == MAIN_BRANCH else f", branch={self.branch!r}"
@@ -141,6 +144,7 @@ class Table:
         share buckets (Spark tasks) passes ``n``/``p`` so their sequence numbers never collide;
         such writers pass ``compact=False`` too (two writers must never compact one bucket).
         """
+        self.capabilities.require(Operation.WRITE)
         latest = self.snapshot_manager.latest()
         # unaware-bucket append writers and overwrite writers never compact
         compacting = (bool(self.primary_keys) or self.options.bucket > 0) and not overwrite and compact
@@ -158,6 +162,7 @@ class Table:
         """
         from .maintenance.post_commit import maintain_after_commit
 
+        self.capabilities.require(Operation.WRITE)
         user = validate_name("commit user", commit_user) if commit_user is not None else new_commit_user(
             self.options.commit_user_prefix)
         now = clock or time.time
@@ -185,6 +190,7 @@ class Table:
         With ``commit_user`` and ``commit_identifier`` the commit is exactly-once: repeating it
         commits nothing and reports the existing snapshot.
         """
+        self.capabilities.require(Operation.WRITE)
         spec = self.overwrite_spec(overwrite)  # checked before any file is written
         if spec is not None and self.options.bucket == -1 and self.primary_keys \
                 and not set(self.partition_keys) <= set(self.primary_keys):
@@ -411,6 +417,7 @@ class Table:
         and engines read with the table's columns. :meth:`read` and :meth:`to_batches` time
         travel with the snapshot's own schema.
         """
+        self.capabilities.require(Operation.READ)
         snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
         return self._plan_snapshot(snapshot, self.schema, self.options, filter=self.bind(filter),
                                    read_optimized=read_optimized, all_levels=all_levels)
@@ -433,6 +440,7 @@ class Table:
         if snapshot is None:
             return []
         entries = self.manifest_io.live_entries(snapshot, partition_filter=filter)
+        require_file_metadata(self.identifier, (e.file for e in entries), Operation.READ)
         level_filter = None
         if not all_levels and schema.primary_keys:
             if options.deletion_vectors or options.merge_engine is MergeEngine.FIRST_ROW:
@@ -494,6 +502,7 @@ class Table:
     def split_reader(self, schema: TableSchema | None = None, options: CoreOptions | None = None) -> SplitReader:
         """A reader of :meth:`plan`'s splits producing ``schema``'s columns (default: this
         table's); engines that hand splits to workers read each with it."""
+        self.capabilities.require(Operation.READ)
         schema, options = schema or self.schema, options or self.options
         options.require_supported_for_read()
         return SplitReader(file_io=self.file_io, table_path=self.path, schema=schema, options=options,

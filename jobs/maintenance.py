@@ -170,18 +170,18 @@ def remove_orphan_files(spark, location: TableLocation, *, older_than_millis: in
     directories = scan_roots(table)
     if not directories:
         return _result("remove-orphan-files", location, watch, orphans=0, orphan_bytes=0, scanned_files=0,
-                       dry_run=dry_run)
+                       unknown_files=0, dry_run=dry_run)
 
     def scan(payload: bytes) -> bytes:
         from paimonflow.core.maintenance.orphans import find_orphans
 
-        directory, metadata_dir = pickle.loads(payload)
-        return pickle.dumps(find_orphans(location.open().file_io, directory, metadata_dir=metadata_dir, keep=keep,
-                                         cutoff_millis=cutoff))
+        found = find_orphans(location.open().file_io, pickle.loads(payload), keep=keep, cutoff_millis=cutoff)
+        return pickle.dumps((found.scanned, found.orphans, found.unknown))
 
     scanned = run_tasks(spark, [pickle.dumps(root) for root in directories], scan)  # ``keep`` travels with scan
     listed = [pickle.loads(p) for p in scanned.payloads]
-    orphans = [item for _, found in listed for item in found]
+    orphans = [item for _, found, _ in listed for item in found]
+    unknown = sum(len(u) for _, _, u in listed)
     executors = set(scanned.executors)
     if not dry_run and orphans:
         def delete(payload: bytes) -> bytes:
@@ -199,8 +199,8 @@ def remove_orphan_files(spark, location: TableLocation, *, older_than_millis: in
         slices = min(len(paths), 2 * len(directories))
         executors |= run_tasks(spark, [pickle.dumps(paths[i::slices]) for i in range(slices)], delete).executors
     return _result("remove-orphan-files", location, watch, orphans=len(orphans),
-                   orphan_bytes=sum(size for _, size in orphans), scanned_files=sum(n for n, _ in listed),
-                   dry_run=dry_run, tasks=len(directories), executors=len(executors))
+                   orphan_bytes=sum(size for _, size in orphans), scanned_files=sum(n for n, _, _ in listed),
+                   unknown_files=unknown, dry_run=dry_run, tasks=len(directories), executors=len(executors))
 
 
 def read_changes(spark, location: TableLocation, *, start_snapshot: int, end_snapshot: int | None = None,

@@ -76,6 +76,9 @@ def _start(table: TableOps, partitions, buckets, commit_user, commit_identifier)
 
     The early result is the existing snapshot when this commit identity already committed
     (exactly once), or an empty result for a table without snapshots."""
+    from ..meta.capabilities import Operation, require_file_metadata
+
+    table.capabilities.require(Operation.COMPACT)
     unknown = sorted({k for spec in partitions or () for k in spec} - set(table.partition_keys))
     if unknown:
         raise SchemaError(f"partition specs name non-partition columns {unknown}")
@@ -91,6 +94,7 @@ def _start(table: TableOps, partitions, buckets, commit_user, commit_identifier)
     where = _partition_filter(partitions, table.arrow_schema)
     splits = [s for s in table.plan(filter=where, snapshot_id=snapshot.id, all_levels=True)
               if wanted is None or s.bucket in wanted]
+    require_file_metadata(table.identifier, (f for s in splits for f in s.files), Operation.COMPACT)
     return committer, identifier, splits, None
 
 

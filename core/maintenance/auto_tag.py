@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ..errors import TagNotFoundError
+from ..meta.capabilities import Operation
 from ..meta.context import TableMeta
 from ..options.tagging import AutoTagSettings, TagPeriod
 
@@ -173,6 +174,7 @@ def run_auto_tag(table: TableMeta, *, clock: Callable[[], float] = time.time) ->
     """On demand (Paimon's ``trigger_tag_automatic_creation``): the table's mode decides;
     ``process-time``/``watermark`` create the tags due, ``batch`` (re)creates the batch tag,
     ``none`` does nothing. Creates no snapshot."""
+    table.capabilities.require(Operation.HISTORY)
     mode = AutoTagSettings.from_options(table.schema.options).mode
     if mode == "batch":
         return create_batch_tag(table, clock=clock)

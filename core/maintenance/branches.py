@@ -38,6 +38,7 @@ from ..errors import (
 )
 from ..faults import crash_point
 from ..fs import join
+from ..meta.capabilities import Operation
 from ..meta.context import TableMeta
 from ..meta.layout import MAIN_BRANCH, branch_root
 from ..meta.references import walk_files
@@ -141,6 +142,7 @@ class BranchManager:
         the table seen through it. Creating an existing branch again from the same source
         completes an interrupted creation and is otherwise a no-op; from a different source it
         raises BranchAlreadyExistsError (unless ``ignore_if_exists``)."""
+        self._table.capabilities.require(Operation.HISTORY)
         name = validate_branch_name(name)
         source = open_branch(self._table, MAIN_BRANCH)
         tagged = Tags(source).get(tag) if tag is not None else None
@@ -200,6 +202,7 @@ class BranchManager:
 
     def delete(self, name: str) -> None:
         """Delete branch ``name`` (idempotent: leftovers of an interrupted deletion go too)."""
+        self._table.capabilities.require(Operation.HISTORY)
         name = validate_branch_name(name)
         root = self._root(name)
         if not self._io.exists(root):
@@ -210,6 +213,7 @@ class BranchManager:
 
     def rename(self, old: str, new: str) -> None:
         """Rename a branch: copy its metadata under the new name, then delete the old one."""
+        self._table.capabilities.require(Operation.HISTORY)
         old, new = validate_branch_name(old), validate_branch_name(new)
         if not self.exists(old):
             raise BranchNotFoundError(f"branch {old!r} does not exist")
@@ -232,6 +236,7 @@ class BranchManager:
         on are removed, newest first, then the branch's are copied in, oldest first; a crash
         leaves main rolled back to before that point and a rerun finishes.
         """
+        self._table.capabilities.require(Operation.HISTORY)
         name = validate_branch_name(name)
         if self._table.branch == name:
             raise InvalidArgumentError(f"cannot fast-forward from branch {name!r} itself; open the main branch")

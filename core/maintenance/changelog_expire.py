@@ -78,6 +78,9 @@ def expire_changelogs(table: TableMeta, *, retain_min: int | None = None, retain
     earliest snapshot. Idempotent: a rerun after a crash finishes the job. Raises
     :class:`InvalidArgumentError` unless ``1 <= retain_min <= retain_max``.
     """
+    from ..meta.capabilities import Operation
+
+    table.capabilities.require(Operation.EXPIRE)
     manager = ChangelogManager(table.file_io, table.path, table.branch)
     snapshots = table.snapshot_manager
     if delete_all:

@@ -241,9 +241,11 @@ def expire_snapshots(table: TableMeta, *, retain_min: int | None = None, retain_
     ``older_than_millis`` overrides ``snapshot.time-retained`` (a duration); ``clock`` returns
     seconds since the epoch (inject one in tests). ``progress(done, total)`` is called as files go.
     """
+    from ..meta.capabilities import Operation
     from ..meta.changelogs import ChangelogManager
     from .changelog_expire import expire_changelogs
 
+    table.capabilities.require(Operation.EXPIRE)
     decoupled = table.options.changelog_decoupled
     o = table.options
     retain_min = o.snapshot_num_retained_min if retain_min is None else retain_min

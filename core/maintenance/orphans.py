@@ -5,29 +5,42 @@ Everything referenced is collected first from every snapshot and every tag (mani
 manifests, index manifests, index files, data files, changelog files, statistics); if any of them
 cannot be read the run stops without deleting anything ("never delete on uncertainty"). Only
 files older than ``older_than`` (default 1 day: a writer's uncommitted files are younger) are
-candidates; a cutoff later than now is refused. Schema, snapshot, tag, consumer and hint files
-are never candidates; the temp files (``.<name>.<id>.tmp``) a crash left behind are, in any
-directory, once older than the cutoff.
+candidates; a cutoff later than now is refused.
+
+Only places whose layout is positively known are candidates (:func:`scan_roots`): ``manifest/``,
+``index/`` and ``statistics/``, and the bucket directories ``bucket-<n>`` / ``bucket-postpone``
+under the partition directories of the table's partition keys, below ``data-file.path-directory``
+when set. Files anywhere else are reported as unknown and never deleted. Schema, snapshot, tag,
+consumer and hint files are never candidates; the temp files (``.<name>.<id>.tmp``) a crash left
+behind are, in the known places, once older than the cutoff. External data paths are outside the
+table and never scanned.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import time
 from collections.abc import Callable, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
+from urllib.parse import unquote
 
 from ..errors import FileNotFoundStorageError, InvalidArgumentError, OrphanCleanAbortedError, PaimonflowError
 from ..faults import crash_point
 from ..fs import join
+from ..meta.capabilities import Operation
 from ..meta.context import TableMeta
 from ..meta.references import files_needed_by
 
 _PROTECTED_DIRS = ("snapshot", "schema", "tag", "consumer", "changelog", "branch")
+_FILE_DIRS = ("manifest", "index", "statistics")
+_BUCKET_DIR = re.compile(r"^bucket-(\d+|postpone)$")
 # ``.<name>.<unique id>.tmp``: a file being written (LocalFileIO, and Paimon's own atomic writes)
 _TEMP_FILE = re.compile(r"^\..+\.tmp$")
 DEFAULT_OLDER_THAN_MILLIS = 24 * 3600 * 1000
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,16 +49,19 @@ class OrphanPlan:
     orphan_bytes: int
     scanned_files: int
     dry_run: bool
+    unknown_files: tuple[str, ...] = ()  # found where the layout puts no file: left alone
 
     def to_dict(self) -> dict[str, object]:
         return {"orphans": len(self.orphans), "orphan_bytes": self.orphan_bytes,
-                "scanned_files": self.scanned_files, "dry_run": self.dry_run}
+                "scanned_files": self.scanned_files, "unknown_files": len(self.unknown_files),
+                "dry_run": self.dry_run}
 
 
 def referenced_files(table: TableMeta) -> set[str]:
     """Absolute paths of every file a snapshot or tag of any branch of ``table`` references."""
     from .branches import BranchManager, open_branch
 
+    table.capabilities.require(Operation.ORPHANS)
     _check_branch_directories(table)
     out: set[str] = set()
     for branch in ["main", *BranchManager(table).list()]:
@@ -71,18 +87,6 @@ def _check_branch_directories(table: TableMeta) -> None:
                                           "check it by hand (no file was deleted)")
 
 
-def _walk(file_io, directory: str):
-    try:
-        listing = file_io.list_dir(directory)
-    except FileNotFoundStorageError:
-        return
-    for status in listing:
-        if status.is_dir:
-            yield from _walk(file_io, status.path)
-        else:
-            yield status
-
-
 def check_window(older_than_millis: int, min_older_than_millis: int = 0) -> None:
     """Refuse a window that could delete files a running writer has not committed yet."""
     if older_than_millis < 0:
@@ -96,34 +100,109 @@ def check_window(older_than_millis: int, min_older_than_millis: int = 0) -> None
                                    "yet could be deleted")
 
 
-def scan_roots(table: TableMeta) -> list[tuple[str, bool]]:
-    """The table's top-level directories to scan, each with whether it holds metadata (snapshots,
-    schemas, tags...: there only leftover temp files are candidates)."""
-    out = []
+class RootKind(StrEnum):
+    """What a scanned directory holds, by the table's layout."""
+
+    METADATA = "metadata"  # snapshots, schemas, tags...: only leftover temp files are candidates
+    FILES = "files"        # manifests, index and statistics files: every unreferenced file is a candidate
+    DATA = "data"          # partition directories (``keys`` still to come) down to bucket directories
+    UNKNOWN = "unknown"    # not a place of the layout: reported, never deleted from
+
+
+@dataclass(frozen=True, slots=True)
+class ScanRoot:
+    path: str
+    kind: RootKind
+    keys: tuple[str, ...] = ()  # DATA: the partition keys whose directories come below ``path``
+    is_file: bool = False       # an UNKNOWN file at the table's top level
+
+
+@dataclass(slots=True)
+class ScanResult:
+    scanned: int = 0
+    orphans: list[tuple[str, int]] = field(default_factory=list)  # (path, size), older than the cutoff
+    unknown: list[str] = field(default_factory=list)  # files in places the layout does not know
+
+
+def scan_roots(table: TableMeta) -> list[ScanRoot]:
+    """The directories of ``table`` to scan, each with what its layout says it holds. Data lives
+    in ``[<data-file.path-directory>/]<k=v/...>/bucket-<n|postpone>``; anything the layout does
+    not name is an UNKNOWN root (listed and reported, never deleted from)."""
+    from ..meta.layout import data_root
+
+    keys = tuple(table.partition_keys)
+    data = data_root(table.path, table.options).rstrip("/")
+    root = table.path.rstrip("/")
+    out = [] if data == root else [ScanRoot(data, RootKind.DATA, keys)]
     for entry in table.file_io.list_dir(table.path):
-        if entry.is_dir:
-            out.append((entry.path, entry.path.rstrip("/").rsplit("/", 1)[-1] in _PROTECTED_DIRS))
+        path = entry.path.rstrip("/")
+        name = path.rsplit("/", 1)[-1]
+        if not entry.is_dir:
+            out.append(ScanRoot(path, RootKind.UNKNOWN, is_file=True))
+        elif name in _PROTECTED_DIRS:
+            out.append(ScanRoot(path, RootKind.METADATA))
+        elif name in _FILE_DIRS:
+            out.append(ScanRoot(path, RootKind.FILES))
+        elif data != root and (data == path or data.startswith(path + "/")):
+            continue  # the path directory (or a folder above it): scanned from ``data``
+        elif data == root and _is_data_dir(name, keys):
+            out.append(ScanRoot(path, RootKind.DATA, keys[1:]) if keys else ScanRoot(path, RootKind.DATA))
+        else:
+            out.append(ScanRoot(path, RootKind.UNKNOWN))
     return out
 
 
-def find_orphans(file_io, directory: str, *, metadata_dir: bool, keep: Set[str], cutoff_millis: float
-                 ) -> tuple[int, list[tuple[str, int]]]:
-    """Scan ``directory``: (files scanned, [(path, size)] of the orphans older than the cutoff).
+def _is_data_dir(name: str, keys: tuple[str, ...]) -> bool:
+    """``name`` is the next directory of the data layout: ``<keys[0]>=...``, or with no key
+    left a bucket directory."""
+    if keys:
+        return "=" in name and unquote(name.split("=", 1)[0]) == keys[0]
+    return _BUCKET_DIR.match(name) is not None
 
-    Metadata files are never candidates, nor are hidden files other than temp files; the temp files
-    of an interrupted write are, anywhere, once older than the cutoff (a write in progress is younger).
-    """
-    scanned, found = 0, []
-    for status in _walk(file_io, directory):
-        scanned += 1
-        file_name = status.path.rstrip("/").rsplit("/", 1)[-1]
-        temp = _TEMP_FILE.match(file_name) is not None
-        if (metadata_dir or file_name.startswith(".")) and not temp:
+
+def find_orphans(file_io, root: ScanRoot, *, keep: Set[str], cutoff_millis: float) -> ScanResult:
+    """Scan ``root``: the unreferenced candidates older than the cutoff, and the files found where
+    the layout puts none. Metadata files are never candidates, nor are hidden files other than
+    temp files; the temp files of an interrupted write are, in every known place, once older than
+    the cutoff (a write in progress is younger). A DATA root whose path is a bucket directory
+    (partition-less tables) is one with no key left."""
+    result = ScanResult()
+    if root.is_file:
+        result.scanned, result.unknown = 1, [root.path]
+        return result
+    in_bucket = root.kind is RootKind.DATA and _BUCKET_DIR.match(root.path.rsplit("/", 1)[-1]) is not None \
+        and not root.keys
+    _scan(file_io, root.path, root.kind, root.keys, keep, cutoff_millis, result, in_bucket=in_bucket)
+    return result
+
+
+def _scan(file_io, path: str, kind: RootKind, keys: tuple[str, ...], keep: Set[str], cutoff: float,
+          result: ScanResult, *, in_bucket: bool = False) -> None:
+    try:
+        listing = file_io.list_dir(path)
+    except FileNotFoundStorageError:
+        return
+    for status in listing:
+        child = status.path.rstrip("/")
+        name = child.rsplit("/", 1)[-1]
+        if status.is_dir:
+            if kind is RootKind.DATA and not in_bucket and _is_data_dir(name, keys):
+                _scan(file_io, child, kind, keys[1:], keep, cutoff, result, in_bucket=not keys)
+            elif kind in (RootKind.METADATA, RootKind.FILES):
+                _scan(file_io, child, kind, keys, keep, cutoff, result)
+            else:  # below a bucket directory, or a folder the layout does not name
+                _scan(file_io, child, RootKind.UNKNOWN, (), keep, cutoff, result)
             continue
-        if status.path.rstrip("/") in keep or status.modification_time_millis >= cutoff_millis:
+        result.scanned += 1
+        if kind is RootKind.UNKNOWN or (kind is RootKind.DATA and not in_bucket):
+            result.unknown.append(child)
             continue
-        found.append((status.path, status.size))
-    return scanned, found
+        temp = _TEMP_FILE.match(name) is not None
+        if (kind is RootKind.METADATA or name.startswith(".")) and not temp:
+            continue
+        if child in keep or status.modification_time_millis >= cutoff:
+            continue
+        result.orphans.append((child, status.size))
 
 
 def remove_orphan_files(table: TableMeta, *, older_than_millis: int = DEFAULT_OLDER_THAN_MILLIS, dry_run: bool = False,
@@ -136,12 +215,16 @@ def remove_orphan_files(table: TableMeta, *, older_than_millis: int = DEFAULT_OL
     cutoff = clock() * 1000 - older_than_millis
     keep = {p.rstrip("/") for p in referenced_files(table)}
     found: list[tuple[str, int]] = []
+    unknown: list[str] = []
     scanned = 0
-    for directory, metadata_dir in scan_roots(table):
-        n, orphans_here = find_orphans(table.file_io, directory, metadata_dir=metadata_dir, keep=keep,
-                                       cutoff_millis=cutoff)
-        scanned += n
-        found += orphans_here
+    for root in scan_roots(table):
+        result = find_orphans(table.file_io, root, keep=keep, cutoff_millis=cutoff)
+        scanned += result.scanned
+        found += result.orphans
+        unknown += result.unknown
+    if unknown:
+        _log.warning("table %s: %d file(s) outside the known layout were left alone, e.g. %s",
+                     table.identifier, len(unknown), unknown[0])
     orphans = [path for path, _ in found]
     size = sum(n for _, n in found)
     if not dry_run:
@@ -150,4 +233,5 @@ def remove_orphan_files(table: TableMeta, *, older_than_millis: int = DEFAULT_OL
                 table.file_io.delete(path)
             if i == len(orphans) // 2:
                 crash_point("orphans:files")
-    return OrphanPlan(orphans=tuple(orphans), orphan_bytes=size, scanned_files=scanned, dry_run=dry_run)
+    return OrphanPlan(orphans=tuple(orphans), orphan_bytes=size, scanned_files=scanned, dry_run=dry_run,
+                      unknown_files=tuple(unknown))

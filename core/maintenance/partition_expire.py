@@ -66,6 +66,10 @@ def _partition_time(values: Mapping[str, object], pattern: str | None, formats: 
 
 def expire_partitions(table: TableOps, *, expiration_millis: int | None = None, dry_run: bool = False,
                       clock: Callable[[], float] = time.time, commit_user: str | None = None) -> PartitionExpiry:
+    from ..meta.capabilities import Operation
+
+    table.capabilities.require(Operation.EXPIRE)
+    table.capabilities.require(Operation.WRITE)  # dropped partitions are an OVERWRITE commit
     options = table.schema.options
     if not table.partition_keys:
         return PartitionExpiry(expired=(), dry_run=dry_run)

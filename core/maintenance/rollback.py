@@ -15,6 +15,7 @@ from ..errors import (
     MaintenanceConflictError,
     SnapshotNotFoundError,
 )
+from ..meta.capabilities import Operation
 from ..meta.changelogs import ChangelogManager
 from ..meta.context import TableMeta
 from ..meta.manifest import FileKind
@@ -48,6 +49,7 @@ def rollback(table: TableMeta, *, snapshot_id: int | None = None, tag: str | Non
     the next commit reuses the following id. Rolling back to a tag whose snapshot expired brings
     that snapshot back from the tag.
     """
+    table.capabilities.require(Operation.HISTORY)
     manager = table.snapshot_manager
     given = sum(x is not None for x in (snapshot_id, tag, timestamp_millis))
     if given != 1:

@@ -33,6 +33,7 @@ from ..errors import (
     TagTargetExpiringError,
 )
 from ..faults import crash_point
+from ..meta.capabilities import Operation
 from ..meta.changelogs import ChangelogManager
 from ..meta.context import TableMeta
 from ..meta.references import (
@@ -200,6 +201,7 @@ class Tags:
 
         Raises :class:`TagTargetExpiringError` (nothing created) when an expiry running at the same
         time is deleting the snapshot; tagging the latest snapshot again then succeeds."""
+        self._table.capabilities.require(Operation.HISTORY)
         validate_name("tag", name)
         target, holder = self._target(snapshot_id, timestamp_millis)
         tagged = self._tagged(target, time_retained)
@@ -220,6 +222,7 @@ class Tags:
         :class:`TagTargetExpiringError` is raised; if the old snapshot's files cannot be proven
         whole either (an expiry may have planned while the tag pointed elsewhere), the tag is
         deleted rather than left pointing at missing files, and the error says so."""
+        self._table.capabilities.require(Operation.HISTORY)
         self.get(name)
         path = self._manager.tag_path(name)
         try:
@@ -250,6 +253,7 @@ class Tags:
     def rename(self, old: str, new: str) -> None:
         """Rename a tag: the new tag file first, then the old one goes (every expiry sees one of
         them; the old tag protects the new one while it exists)."""
+        self._table.capabilities.require(Operation.HISTORY)
         tag = self.get(old)
         validate_name("tag", new)
         path = self._manager.tag_path(new)
@@ -260,6 +264,7 @@ class Tags:
 
     def delete(self, name: str, *, dry_run: bool = False) -> TagDeletion:
         """Delete a tag; if its snapshot expired, also the files no neighbour needs."""
+        self._table.capabilities.require(Operation.HISTORY)
         tag = self.get(name)
         freed = self._unneeded_files(name, tag)
         if not dry_run:
@@ -327,6 +332,7 @@ class Tags:
     def expire(self, *, older_than_millis: int | None = None, dry_run: bool = False) -> builtins.list[str]:
         """Delete tags whose time-to-live ran out; with ``older_than_millis`` also tags without a
         TTL whose file is older than that (Paimon's ``expire_tags``). Returns the names."""
+        self._table.capabilities.require(Operation.HISTORY)
         now = datetime.fromtimestamp(self._clock())
         expired = []
         for name, tag in sorted(self.list().items()):

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from ..fs import FileIO
     from ..options.core import CoreOptions
+    from .capabilities import TableCapabilities
     from .consumers import ConsumerManager
     from .index_files import IndexManifest
     from .manifest_io import ManifestIO
@@ -37,6 +38,7 @@ class TableMeta(Protocol):
     tag_manager: TagManager
     consumer_manager: ConsumerManager
     manifest_io: ManifestIO
+    capabilities: TableCapabilities  # the capability gate, decided when the table was opened
 
     @property
     def arrow_schema(self) -> pa.Schema: ...

@@ -166,7 +166,9 @@ def files_needed_by(table: TableMeta, *, strict: bool = False) -> set[str]:
     (:class:`~paimonflow.core.errors.ReferencesUnreadableError`) instead of being skipped, so that a caller about to delete "everything else" never deletes on uncertainty."""
     manager = table.snapshot_manager
     keepers = [s for s in map(manager.try_snapshot, manager.list_ids()) if s is not None]
-    keepers += list(table.tag_manager.list_tags().values())
+    # A tag does not keep its changelog (Paimon's expiry removes it with the snapshot): a tag
+    # whose changelog manifest list is gone needs only the rest, as a rollback to it does.
+    keepers += [_without_lost_changelog(table, tag) for tag in table.tag_manager.list_tags().values()]
     changelogs = ChangelogManager(table.file_io, table.path, table.branch)
     long_lived = [c for c in map(changelogs.try_changelog, changelogs.list_ids()) if c is not None]
     directory_of = bucket_directory_resolver(table)
@@ -191,6 +193,14 @@ def files_needed_by(table: TableMeta, *, strict: bool = False) -> set[str]:
     for changelog in long_lived:  # its index files and statistics went with its snapshot
         out |= changelog_files(table, changelog)
     return out
+
+
+def _without_lost_changelog(table: TableMeta, tag: Snapshot) -> Snapshot:
+    name = tag.changelog_manifest_list
+    if name and not table.file_io.exists(join(table.manifest_io.manifest_dir, name)):
+        return replace(tag, changelog_manifest_list=None, changelog_manifest_list_size=None,
+                       changelog_record_count=None)
+    return tag
 
 
 def walk_files(file_io, directory: str) -> Iterable[str]:

@@ -30,6 +30,17 @@ from .layout import MAIN_BRANCH, branch_root
 from .metafile import load_object, read_hint, write_hint
 
 SNAPSHOT_PREFIX = "snapshot-"
+#: How long a publish waits for another writer's pending rename onto its snapshot to finish, and
+#: the age beyond which such a temp file is a crash's leftover, not a rename in flight.
+RENAME_WAIT_SECONDS, STALE_TEMP_MILLIS = 5.0, 10_000
+
+
+class Published(StrEnum):
+    """What became of a publish (:meth:`SnapshotManager.publish`)."""
+
+    LANDED = "landed"      # ours, and still ours once no other rename can be pending
+    TAKEN = "taken"        # the id was taken before ours: a lost race
+    REPLACED = "replaced"  # ours landed and another writer's rename replaced it: a lost race too
 LATEST, EARLIEST = "LATEST", "EARLIEST"
 #: ``snapshot/EXPIRING-<end>-<run id>``: an expiry run may be deleting the files of snapshots
 #: ``< end`` (paimonflow's own marker; Paimon's readers list only ``snapshot-*`` and the hints).
@@ -342,10 +353,22 @@ class SnapshotManager:
     # -- writing -----------------------------------------------------------------------------
 
     def try_publish(self, snapshot: Snapshot) -> bool:
-        """Atomically create ``snapshot-<id>``. True if ours landed; False if the id was taken.
+        """Atomically create ``snapshot-<id>``. True if ours landed and is still ours; False if
+        the id was taken (or another writer's rename replaced ours: :meth:`publish` tells which)."""
+        return self.publish(snapshot) is Published.LANDED
+
+    def publish(self, snapshot: Snapshot) -> Published:
+        """Atomically create ``snapshot-<id>`` and confirm it is still ours.
 
         A storage error whose outcome is unclear is resolved by reading the file back: if it
         holds our commit, it landed. Otherwise the error propagates (outcome unknown).
+
+        Apache Paimon's Java ``LocalFileIO`` publishes by writing ``.snapshot-<id>.<uuid>.tmp``,
+        checking that ``snapshot-<id>`` is absent and renaming over it: a file another process
+        creates between its check and its rename is replaced. Such a rename has its temp file in
+        place before our create, so once no such temp file is left the file is final: read back,
+        it is ours (LANDED) or was REPLACED (nothing of ours is in the history; the commit is
+        retried like a lost race).
         """
         path = self.path(snapshot.id)
         try:
@@ -356,11 +379,29 @@ class SnapshotManager:
                 created = True
             else:
                 raise
-        if created and self.branch != MAIN_BRANCH:
+        if not created:
+            return Published.TAKEN
+        if not self._still_ours(snapshot):
+            return Published.REPLACED
+        if self.branch != MAIN_BRANCH:
             self._check_branch_alive(snapshot, path)
-        if created:
-            self._write_hint(LATEST, snapshot.id)
-        return created
+        self._write_hint(LATEST, snapshot.id)
+        return Published.LANDED
+
+    def _still_ours(self, snapshot: Snapshot) -> bool:
+        """Wait until no other writer's rename onto ``snapshot-<id>`` can be pending (no fresh
+        ``.snapshot-<id>.*.tmp``; bounded by :data:`RENAME_WAIT_SECONDS`), then read it back."""
+        prefix, deadline = f".{SNAPSHOT_PREFIX}{snapshot.id}.", time.monotonic() + RENAME_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            now = time.time() * 1000
+            pending = [s for s in self.file_io.list_dir(self.directory)
+                       if s.path.rstrip("/").rsplit("/", 1)[-1].startswith(prefix) and s.path.endswith(".tmp")
+                       and now - s.modification_time_millis < STALE_TEMP_MILLIS]
+            if not pending:
+                break
+            time.sleep(0.001)
+        existing = self.try_snapshot(snapshot.id)
+        return existing is not None and existing.uuid == snapshot.uuid and existing.same_commit(snapshot)
 
     def _check_branch_alive(self, snapshot: Snapshot, path: str) -> None:
         """After publishing to a branch: the branch must still exist. Its deletion removes the

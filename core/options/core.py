@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidOptionError, UnsupportedError
+from ..errors import InvalidOptionError
 from .registry import (
     BUCKET,
     BUCKET_KEY,
@@ -29,6 +29,7 @@ from .registry import (
     COMMIT_TIMEOUT,
     COMMIT_USER_PREFIX,
     CONSUMER_CHANGELOG_ONLY,
+    DATA_FILE_PATH_DIRECTORY,
     DATA_FILE_PREFIX,
     DELETION_VECTORS,
     DYNAMIC_PARTITION_OVERWRITE,
@@ -102,6 +103,7 @@ class CoreOptions:
     ignore_empty_commit: bool
     stats_mode: str
     data_file_prefix: str
+    data_file_path_directory: str | None
     changelog_file_prefix: str
     deletion_vectors: bool
     num_levels: int
@@ -174,6 +176,7 @@ class CoreOptions:
             ignore_empty_commit=p[IGNORE_EMPTY_COMMIT.key],
             stats_mode=stats_mode,
             data_file_prefix=p[DATA_FILE_PREFIX.key],
+            data_file_path_directory=p[DATA_FILE_PATH_DIRECTORY.key],
             changelog_file_prefix=p[CHANGELOG_FILE_PREFIX.key],
             deletion_vectors=p[DELETION_VECTORS.key],
             num_levels=p[NUM_LEVELS.key] or p[NUM_SORTED_RUN_COMPACTION_TRIGGER.key] + 1,
@@ -207,11 +210,6 @@ class CoreOptions:
         if self.changelog_producer is ChangelogProducer.LOOKUP and self.full_compaction_delta_commits is not None:
             raise InvalidOptionError("full-compaction.delta-commits", str(self.full_compaction_delta_commits),
                                      "cannot be combined with changelog-producer=lookup (Paimon rejects it too)")
-        if self.deletion_vectors and "deletion-vectors.bitmap64" in self.raw and \
-                self.raw["deletion-vectors.bitmap64"].strip().lower() == "true":
-            raise UnsupportedError("deletion-vectors.bitmap64=true is not supported (64-bit deletion vectors)")
-        if self.bucket == -2:
-            raise UnsupportedError("bucket=-2 (postpone bucket) is not supported")
 
     def check_combinations(self) -> None:
         """Raise InvalidOptionError for option combinations Apache Paimon refuses when a table is

@@ -107,6 +107,8 @@ COMMIT_USER_PREFIX = _opt("commit.user-prefix", None, text_value, "Prefix of gen
 IGNORE_EMPTY_COMMIT = _opt("snapshot.ignore-empty-commit", True, parse_bool, "Skip commits with no changes.")
 STATS_MODE = _opt("metadata.stats-mode", "truncate(16)", text_value, "Value statistics: none, counts, truncate(N) or full.")
 DATA_FILE_PREFIX = _opt("data-file.prefix", "data-", text_value, "Prefix of data file names.")
+DATA_FILE_PATH_DIRECTORY = _opt("data-file.path-directory", None, text_value,
+                                "Directory under the table root that holds every partition and bucket directory.")
 CHANGELOG_FILE_PREFIX = _opt("changelog-file.prefix", "changelog-", text_value, "Prefix of changelog file names.")
 DELETION_VECTORS = _opt("deletion-vectors.enabled", False, parse_bool, "Merge-on-write with deletion vectors.")
 WRITE_ONLY = _opt("write-only", False, parse_bool, "Writers never compact.")

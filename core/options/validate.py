@@ -50,6 +50,22 @@ _KNOWN_PLAIN_KEYS = frozenset({
     "write-manifest-cache", "partition.sink-strategy", "ignore-update-before", "merge-engine.ignore-delete",
     "branch", "fallback-branch", "snapshot.watermark-idle-timeout", "table-read.sequence-number.enabled",
     "write.native.enabled", "commit.native.enabled", "read.native.enabled",
+    # Paimon 2.x keys. Those that change the layout or the files are gated per operation by
+    # paimonflow.core.meta.capabilities (bucket=-2, row-tracking.enabled, data-evolution.enabled,
+    # data-file.external-paths, blob-field, index-file-in-data-file-dir, file-index.*); the others
+    # only tune those features or Paimon's own engines.
+    "data-file.path-directory", "data-file.external-paths", "data-file.external-paths.strategy",
+    "data-file.external-paths.specific-fs", "data-file.external-paths.weights",
+    "postpone.default-bucket-num", "postpone.batch-write-fixed-bucket",
+    "postpone.batch-write-fixed-bucket.max-parallelism", "postpone.target-row-num-per-bucket",
+    "postpone.target-size-per-bucket", "row-tracking.partition-group-on-commit",
+    "data-evolution.write-cols-optimization.enabled", "data-evolution.row-id-conflict-rewrite.max-size",
+    "data-evolution.row-sidecar.enabled", "data-evolution.row-sidecar.max-selected-rows",
+    "data-evolution.row-sidecar.max-selection-ratio", "global-index.enabled", "global-index.search-mode",
+    "global-index.external-path", "global-index.filter.refine-from-data", "global-index.thread-num",
+    "global-index.row-count-per-shard", "global-index.build.parallelism", "global-index.column-update-action",
+    "index-file-in-data-file-dir", "blob-field", "blob-descriptor-field", "blob-view-field", "blob-as-descriptor",
+    "blob-view.resolve.enabled", "blob.target-file-size", "blob.copy-buffer-size",
 })
 _FIELD_OPTION = re.compile(
     r"^fields\.(?P<field>[^.]+(?:\.[^.]+)*?)\.(?P<suffix>aggregate-function|ignore-retract|default-value|"
@@ -66,7 +82,10 @@ KNOWN_KEYS = frozenset(o.key for o in ALL_OPTIONS) | _KNOWN_PLAIN_KEYS | frozens
 )
 
 
-def _is_known(key: str) -> bool:
+def is_known_option(key: str) -> bool:
+    """Whether ``key`` is a Paimon option paimonflow knows: one it parses, one it stores and
+    respects as a plain string, a per-field or per-format option, or one whose feature the
+    capability gate decides (:mod:`paimonflow.core.meta.capabilities`)."""
     return (
         key in KNOWN_KEYS
         or bool(_FIELD_OPTION.match(key))
@@ -94,7 +113,7 @@ def validate_user_options(options: Mapping[str, object]) -> dict[str, str]:
         if key.startswith(_STORAGE_PREFIXES):
             raise InvalidOptionError(key, "<redacted>", "storage settings are not table options; pass them to "
                                                         "the Catalog as storage_options")
-        if not _is_known(key):
+        if not is_known_option(key):
             close = difflib.get_close_matches(key, sorted(KNOWN_KEYS), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise InvalidOptionError(key, value, f"unknown option{hint}")

@@ -37,7 +37,7 @@ from ..meta.index_files import IndexManifest, IndexManifestEntry, apply_index_ch
 from ..meta.manifest import FileKind, ManifestEntry, merge_entries
 from ..meta.manifest_io import ManifestIO
 from ..meta.schema import TableSchema
-from ..meta.snapshots import CommitKind, Snapshot, SnapshotManager
+from ..meta.snapshots import CommitKind, Published, Snapshot, SnapshotManager
 from ..options.core import CoreOptions
 from ..predicate import Predicate
 from .messages import CommitMessage
@@ -62,6 +62,8 @@ class CommitResult:
     attempts: int = 0
     already_committed: bool = False
     notes: tuple[str, ...] = ()
+    #: publishes of this commit that another writer's rename replaced (each retried as a lost race)
+    replaced_publishes: int = 0
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -76,6 +78,7 @@ class CommitResult:
             "attempts": self.attempts,
             "already_committed": self.already_committed,
             "notes": list(self.notes),
+            "replaced_publishes": self.replaced_publishes,
         }
 
 
@@ -199,7 +202,7 @@ class TableCommit:
 
     def _metadata_only_commit(self, kind: CommitKind, *, full_merge: bool, statistics: str | None = None
                               ) -> CommitResult:
-        attempt = 0
+        attempt = replaced = 0
         while True:
             attempt += 1
             latest = self._snapshots.latest()
@@ -231,16 +234,22 @@ class TableCommit:
                 self._manifests.delete_files(written)
                 raise
             try:
-                landed = self._snapshots.try_publish(snapshot)
+                published = self._snapshots.publish(snapshot)
             except UnsupportedError:
                 raise  # the store cannot take commits safely: refused before anything was sent
             except PaimonflowError as exc:  # may have landed: keep every file
                 raise CommitOutcomeUnknownError(f"publishing snapshot {snapshot.id} failed in an unknown way: {exc}") \
                     from exc
-            if landed:
+            if published is Published.LANDED:
                 return CommitResult(snapshot_id=snapshot.id, commit_kind=kind, commit_user=self.commit_user,
-                                    commit_identifier=BATCH_COMMIT_IDENTIFIER, attempts=attempt)
-            self._manifests.delete_files(written)
+                                    commit_identifier=BATCH_COMMIT_IDENTIFIER, attempts=attempt,
+                                    replaced_publishes=replaced)
+            if published is Published.REPLACED:
+                replaced += 1  # visible for a moment: its files stay for orphan removal to judge
+                _log.warning("snapshot %s of commit user %s was replaced by another writer's rename; retrying",
+                             snapshot.id, self.commit_user)
+            else:
+                self._manifests.delete_files(written)
             if attempt > self._options.commit_max_retries:
                 raise CommitRetriesExhaustedError(f"{kind.value} commit lost the race {attempt} times")
             self._sleep(attempt)
@@ -294,7 +303,7 @@ class TableCommit:
                     index_changes=((), ())) -> CommitResult:
         options = self._options
         started = self._clock()
-        attempt = 0
+        attempt = replaced = 0
         ambiguous_since: int | None = None  # latest id seen before an attempt whose outcome is unknown
         try:
             while True:
@@ -335,7 +344,7 @@ class TableCommit:
                     self._manifests.delete_files(written)
                     raise
                 try:
-                    landed = self._snapshots.try_publish(snapshot)
+                    published = self._snapshots.publish(snapshot)
                 except UnsupportedError:
                     raise  # the store cannot take commits safely: refused before anything was sent
                 except BranchNotFoundError:  # the branch went while we published; ours was taken back
@@ -350,13 +359,22 @@ class TableCommit:
                     ambiguous_since = latest.id if latest is not None else 0
                     self._sleep(attempt)
                     continue
-                if landed:
+                if published is Published.LANDED:
                     if identifier != BATCH_COMMIT_IDENTIFIER:  # exactly-once look-ups start here
                         self._snapshots.write_user_hint(snapshot)
-                    return self._result(snapshot, [e for e in delta if e.kind is FileKind.ADD],
-                                        [e for e in delta if e.kind is FileKind.DELETE], attempt)
-                # Lost the race: nothing we wrote is referenced by any snapshot. Remove it and replan.
-                self._manifests.delete_files(written)
+                    return dataclasses.replace(
+                        self._result(snapshot, [e for e in delta if e.kind is FileKind.ADD],
+                                     [e for e in delta if e.kind is FileKind.DELETE], attempt),
+                        replaced_publishes=replaced)
+                if published is Published.REPLACED:
+                    # Ours was visible for a moment and another writer's rename replaced it: it is
+                    # not in the history. Replan; its metadata stays for orphan removal to judge
+                    # (a reader may have seen it), as a lost race it is never reported.
+                    replaced += 1
+                    _log.warning("snapshot %s of commit user %s was replaced by another writer's rename; "
+                                 "retrying", new_id, self.commit_user)
+                else:  # lost the race: nothing we wrote is referenced by any snapshot
+                    self._manifests.delete_files(written)
                 timeout = options.commit_timeout_millis
                 if attempt > options.commit_max_retries or (
                     timeout is not None and (self._clock() - started) * 1000 > timeout

@@ -1,0 +1,183 @@
+"""The capability gate: which operations paimonflow may run on a table, decided once per open.
+
+Paimon's writers keep adding features (postpone buckets, path directories, external paths, row
+tracking, data evolution, file and global indexes, 64-bit deletion vectors...). A table is
+described by the features its options use (:func:`features_of`); each feature lists the kinds of
+operation this version does not implement for it (:data:`REFUSED`). Every entry point asks
+:meth:`TableCapabilities.require` before it writes or deletes anything, and a refusal is one
+:class:`~paimonflow.core.errors.UnsupportedFeatureError` naming the feature and the operation.
+
+An option paimonflow does not know at all counts as unsupported for every operation that writes
+or deletes files; the option registry's known keys (:mod:`paimonflow.core.options.validate`)
+are the ones it stores and respects, or ignores knowing that ignoring them damages nothing.
+The matrix (feature x operation) is rendered for docs/format.md by :func:`matrix_markdown`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ..errors import UnsupportedFeatureError
+
+
+class Operation(StrEnum):
+    """The kinds of operation the gate decides, each named as a message says it."""
+
+    READ = "read"
+    WRITE = "write"
+    COMPACT = "compaction"
+    EXPIRE = "expiry"
+    ORPHANS = "orphan removal"
+    HISTORY = "tags, rollback and branches"
+
+
+_ALL = frozenset(Operation)
+_WRITES = frozenset({Operation.WRITE, Operation.COMPACT})
+_CHANGES = _ALL - {Operation.READ}  # every operation that writes or deletes files
+
+
+class Feature(StrEnum):
+    """A table feature beyond what every operation implements (the value names it for users)."""
+
+    POSTPONE_BUCKET = "postpone buckets (bucket = -2)"
+    PATH_DIRECTORY_OUTSIDE = "a data-file.path-directory outside the table"
+    EXTERNAL_PATHS = "external data paths (data-file.external-paths)"
+    ROW_TRACKING = "row tracking (row-tracking.enabled)"
+    DATA_EVOLUTION = "data evolution (data-evolution.enabled)"
+    FILE_INDEX = "file indexes (file-index.*)"
+    BITMAP64 = "64-bit deletion vectors (deletion-vectors.bitmap64)"
+    INDEX_IN_DATA_DIR = "index files in data directories (index-file-in-data-file-dir)"
+    BLOB = "BLOB columns (blob-field)"
+    UNKNOWN_OPTION = "an option paimonflow does not know"
+
+
+#: The operations paimonflow does not implement for each feature. Layout features whose paths
+#: are known (postpone buckets live in ``bucket-postpone``, external files are named by their
+#: manifest entry) keep expiry, orphan removal and history: those only delete what the
+#: snapshots name, at the paths they name.
+REFUSED: Mapping[Feature, frozenset[Operation]] = {
+    Feature.POSTPONE_BUCKET: frozenset({Operation.READ, *_WRITES}),
+    Feature.PATH_DIRECTORY_OUTSIDE: _ALL,
+    Feature.EXTERNAL_PATHS: _WRITES,
+    Feature.ROW_TRACKING: _WRITES,
+    Feature.DATA_EVOLUTION: frozenset({Operation.READ, *_WRITES}),
+    Feature.FILE_INDEX: _WRITES,
+    Feature.BITMAP64: frozenset({Operation.READ, *_WRITES}),
+    Feature.INDEX_IN_DATA_DIR: _ALL,
+    Feature.BLOB: _ALL,
+    Feature.UNKNOWN_OPTION: _CHANGES,
+}
+
+#: Why each refusal stands, for the docs (what would go wrong).
+REASONS: Mapping[Feature, str] = {
+    Feature.POSTPONE_BUCKET: "Paimon's readers see postpone files only after a postpone compaction assigns "
+                             "buckets; paimonflow writes and compacts only real buckets",
+    Feature.PATH_DIRECTORY_OUTSIDE: "data would live where paimonflow's layout cannot prove what is referenced",
+    Feature.EXTERNAL_PATHS: "new files would be written inside the table instead of the external paths",
+    Feature.ROW_TRACKING: "new and compacted files need first_row_id and every snapshot nextRowId",
+    Feature.DATA_EVOLUTION: "partial-column files are merged by row id, which paimonflow does not implement",
+    Feature.FILE_INDEX: "new and compacted files would lose their bloom-filter and bitmap indexes",
+    Feature.BITMAP64: "64-bit deletion vector files are a different format",
+    Feature.INDEX_IN_DATA_DIR: "index files live in bucket directories, outside paimonflow's layout",
+    Feature.BLOB: "BLOB data files are a format paimonflow does not implement",
+    Feature.UNKNOWN_OPTION: "what the option changes cannot be known",
+}
+
+
+def _true(options: Mapping[str, str], key: str) -> bool:
+    return options.get(key, "").strip().lower() == "true"
+
+
+def _is_inside(directory: str) -> bool:
+    """A relative directory below the table (no scheme, no absolute path, no ``..``)."""
+    if not directory.strip() or "://" in directory or directory.startswith("/"):
+        return False
+    return all(part not in ("", "..") for part in directory.strip().strip("/").split("/") if part != ".")
+
+
+def features_of(options: Mapping[str, str]) -> dict[Feature, str]:
+    """The gated features ``options`` (a table's raw options) use, each with the option that shows it."""
+    from ..options.validate import is_known_option
+
+    found: dict[Feature, str] = {}
+    if options.get("bucket", "").strip() == "-2":
+        found[Feature.POSTPONE_BUCKET] = "bucket=-2"
+    directory = options.get("data-file.path-directory")
+    if directory is not None and not _is_inside(directory):
+        found[Feature.PATH_DIRECTORY_OUTSIDE] = f"data-file.path-directory={directory}"
+    if options.get("data-file.external-paths", "").strip():
+        found[Feature.EXTERNAL_PATHS] = "data-file.external-paths"
+    if _true(options, "row-tracking.enabled"):
+        found[Feature.ROW_TRACKING] = "row-tracking.enabled=true"
+    if _true(options, "data-evolution.enabled"):
+        found[Feature.DATA_EVOLUTION] = "data-evolution.enabled=true"
+    indexed = sorted(k for k in options if k.startswith("file-index.") and k.endswith(".columns")
+                     and options[k].strip())
+    if indexed:
+        found[Feature.FILE_INDEX] = ", ".join(indexed)
+    if _true(options, "deletion-vectors.bitmap64"):
+        found[Feature.BITMAP64] = "deletion-vectors.bitmap64=true"
+    if _true(options, "index-file-in-data-file-dir"):
+        found[Feature.INDEX_IN_DATA_DIR] = "index-file-in-data-file-dir=true"
+    if options.get("blob-field", "").strip():
+        found[Feature.BLOB] = f"blob-field={options['blob-field']}"
+    unknown = sorted(k for k in options if not is_known_option(k))
+    if unknown:
+        found[Feature.UNKNOWN_OPTION] = ", ".join(repr(k) for k in unknown)
+    return found
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableCapabilities:
+    """What paimonflow may do with one table, from the features its options use."""
+
+    table: str
+    features: Mapping[Feature, str]
+
+    @classmethod
+    def of(cls, table: str, options: Mapping[str, str]) -> TableCapabilities:
+        return cls(table=table, features=features_of(options))
+
+    def refused(self, operation: Operation) -> list[tuple[Feature, str]]:
+        """The features (with what shows them) that refuse ``operation``."""
+        return [(f, shown) for f, shown in self.features.items() if operation in REFUSED[f]]
+
+    def allows(self, operation: Operation) -> bool:
+        return not self.refused(operation)
+
+    def require(self, operation: Operation) -> None:
+        """Raise :class:`UnsupportedFeatureError` if any feature refuses ``operation``."""
+        refused = self.refused(operation)
+        if refused:
+            feature, shown = refused[0]
+            raise UnsupportedFeatureError(table=self.table, feature=feature.value, operation=operation.value,
+                                          detail="" if shown in feature.value else shown)
+
+
+def require_file_metadata(table: str, files, operation: Operation) -> None:
+    """Refuse ``operation`` over data files whose metadata uses a feature it does not implement,
+    whatever the options say now (an option can be removed after files were written with it):
+    partial-column files (``write_cols``, data evolution) for every operation that reads rows,
+    row ids (``first_row_id``, row tracking) for those that write files."""
+    for f in files:
+        if f.write_cols is not None and operation in REFUSED[Feature.DATA_EVOLUTION]:
+            raise UnsupportedFeatureError(table=table, feature=Feature.DATA_EVOLUTION.value,
+                                          operation=operation.value, detail=f"file {f.file_name} holds only "
+                                          f"columns {list(f.write_cols)}")
+        if f.first_row_id is not None and operation in REFUSED[Feature.ROW_TRACKING]:
+            raise UnsupportedFeatureError(table=table, feature=Feature.ROW_TRACKING.value,
+                                          operation=operation.value,
+                                          detail=f"file {f.file_name} carries row ids")
+
+
+def matrix_markdown() -> str:
+    """The feature x operation matrix as a Markdown table (for docs/format.md)."""
+    operations = list(Operation)
+    lines = ["| feature | " + " | ".join(op.value for op in operations) + " | why |",
+             "|---|" + "---|" * len(operations) + "---|"]
+    for feature in Feature:
+        cells = ["refused" if op in REFUSED[feature] else "yes" for op in operations]
+        lines.append(f"| {feature.value} | " + " | ".join(cells) + f" | {REASONS[feature]} |")
+    return "\n".join(lines)
