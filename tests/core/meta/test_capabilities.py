@@ -1,0 +1,122 @@
+"""The capability gate: each gated feature refuses exactly its operations, in one typed line,
+before any file is written or deleted; every entry point of the core goes through it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pytest
+
+from paimonflow.core import Catalog
+from paimonflow.core.errors import UnsupportedFeatureError
+from paimonflow.core.meta.capabilities import REFUSED, Feature, Operation, TableCapabilities, features_of, \
+    matrix_markdown
+from tests.files import tree
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+
+
+@pytest.mark.parametrize(("options", "feature"), [
+    ({"bucket": "-2"}, Feature.POSTPONE_BUCKET),
+    ({"data-file.path-directory": "/elsewhere"}, Feature.PATH_DIRECTORY_OUTSIDE),
+    ({"data-file.path-directory": "../up"}, Feature.PATH_DIRECTORY_OUTSIDE),
+    ({"data-file.path-directory": "s3://b/x"}, Feature.PATH_DIRECTORY_OUTSIDE),
+    ({"data-file.external-paths": "file:///ext"}, Feature.EXTERNAL_PATHS),
+    ({"row-tracking.enabled": "true"}, Feature.ROW_TRACKING),
+    ({"data-evolution.enabled": "true"}, Feature.DATA_EVOLUTION),
+    ({"file-index.bloom-filter.columns": "v"}, Feature.FILE_INDEX),
+    ({"deletion-vectors.bitmap64": "TRUE"}, Feature.BITMAP64),
+    ({"index-file-in-data-file-dir": "true"}, Feature.INDEX_IN_DATA_DIR),
+    ({"blob-field": "b"}, Feature.BLOB),
+    ({"some.future-option": "x"}, Feature.UNKNOWN_OPTION),
+])
+def test_each_feature_is_found_and_refuses_its_operations(options, feature):
+    caps = TableCapabilities.of("db.t", options)
+    assert set(caps.features) == {feature}
+    for operation in Operation:
+        if operation in REFUSED[feature]:
+            with pytest.raises(UnsupportedFeatureError) as info:
+                caps.require(operation)
+            message = str(info.value)
+            assert "\n" not in message and feature.value in message and operation.value in message
+            assert info.value.feature == feature.value and info.value.operation == operation.value
+        else:
+            caps.require(operation)
+
+
+def test_plain_and_known_options_are_no_feature():
+    assert features_of({"bucket": "4", "merge-engine": "partial-update", "data-file.path-directory": "data",
+                        "row-tracking.enabled": "false", "file-index.bloom-filter.columns": "",
+                        "postpone.default-bucket-num": "4", "fields.v.aggregate-function": "sum"}) == {}
+
+
+def test_unknown_options_refuse_every_change_but_not_reads():
+    caps = TableCapabilities.of("db.t", {"frobnicate": "1"})
+    assert caps.allows(Operation.READ)
+    assert not any(caps.allows(op) for op in Operation if op is not Operation.READ)
+
+
+def test_matrix_lists_every_feature_and_operation():
+    text = matrix_markdown()
+    assert all(f.value in text for f in Feature) and all(op.value in text for op in Operation)
+    assert len(text.splitlines()) == len(Feature) + 2
+
+
+def _with_options(tmp_path, options: dict[str, str]):
+    """A written table whose schema file then gets ``options`` (as another writer would leave it)."""
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
+    t.tags.create("t1")
+    schema_file = os.path.join(t.path, "schema", "schema-0")
+    with open(schema_file) as f:
+        doc = json.load(f)
+    doc["options"].update(options)
+    with open(schema_file, "w") as f:
+        json.dump(doc, f)
+    return catalog.get_table("db.t")
+
+
+ENTRY_POINTS = {
+    Operation.READ: [lambda t: t.read(), lambda t: t.plan(), lambda t: list(t.to_batches())],
+    Operation.WRITE: [lambda t: t.write(pa.table({"id": [9], "v": ["z"]}, schema=SCHEMA)), lambda t: t.truncate(),
+                      lambda t: t.new_write(), lambda t: t.new_commit()],
+    Operation.COMPACT: [lambda t: t.compact(full=True), lambda t: t.compact(full=False)],
+    Operation.EXPIRE: [lambda t: t.expire_snapshots(retain_min=1, retain_max=1, older_than_millis=0),
+                       lambda t: t.expire_changelogs(retain_min=1, retain_max=1, older_than_millis=0)],
+    Operation.ORPHANS: [lambda t: t.remove_orphan_files(older_than_millis=0)],
+    Operation.HISTORY: [lambda t: t.tags.create("t2"), lambda t: t.tags.delete("t1"), lambda t: t.rollback(tag="t1"),
+                        lambda t: t.branches.create("b1"), lambda t: t.run_auto_tag()],
+}
+
+
+@pytest.mark.parametrize("operation", list(Operation))
+def test_every_entry_point_refuses_before_changing_a_file(tmp_path, operation):
+    t = _with_options(tmp_path, {"a.future-option": "on"} if operation is not Operation.READ
+                      else {"data-evolution.enabled": "true"})
+    before = tree(tmp_path)
+    for call in ENTRY_POINTS[operation]:
+        with pytest.raises(UnsupportedFeatureError, match=operation.value):
+            call(t)
+    assert tree(tmp_path) == before
+
+
+def test_files_with_partial_columns_are_refused_by_reads_whatever_the_options(tmp_path):
+    """An option can be removed after data-evolution files were written: the file metadata counts."""
+    from dataclasses import replace
+
+    from paimonflow.core.meta.capabilities import require_file_metadata
+
+    t = _with_options(tmp_path, {})
+    files = [s for split in t.plan() for s in split.files]
+    require_file_metadata("db.t", files, Operation.READ)
+    partial = [replace(files[0], write_cols=("v",))]
+    with pytest.raises(UnsupportedFeatureError, match="holds only columns"):
+        require_file_metadata("db.t", partial, Operation.READ)
+    tracked = [replace(files[0], first_row_id=0)]
+    require_file_metadata("db.t", tracked, Operation.READ)
+    with pytest.raises(UnsupportedFeatureError, match="row ids"):
+        require_file_metadata("db.t", tracked, Operation.COMPACT)
