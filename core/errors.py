@@ -147,6 +147,14 @@ class UnsupportedFeatureError(UnsupportedError):
         more = f" ({detail})" if detail else ""
         super().__init__(f"table {table} uses {feature}{more}, which paimonflow does not support for "
                          f"{operation}; nothing was changed")
+        self.detail = detail
+
+    def __reduce__(self):  # picklable across processes (Spark tasks, multiprocessing)
+        return _unsupported_feature, (self.table, self.feature, self.operation, self.detail)
+
+
+def _unsupported_feature(table: str, feature: str, operation: str, detail: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(table=table, feature=feature, operation=operation, detail=detail)
 
 
 class StorageOutcomeUnknownError(StorageError):

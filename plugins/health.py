@@ -79,16 +79,25 @@ def table_health(table) -> Health:
     target = table.options.target_file_size or (128 if table.primary_keys else 256) * 1024 * 1024
     threshold = target * SMALL_FILE_FRACTION
     if latest is not None:
+        # metadata only (no capability gate: health is shown for every table, even one paimonflow
+        # cannot read): the live files of the latest snapshot, by partition and bucket
+        from paimonflow.core.data.binary_row import deserialize_row
+
         names = list(table.partition_keys)
-        for split in table.plan(snapshot_id=latest.id, all_levels=True):
-            partition = ",".join(f"{k}={v}" for k, v in zip(names, split.partition, strict=True)) or "—"
-            for f in split.files:
-                per[(partition, split.bucket, f.level)] += 1
-                sizes[(partition, split.bucket, f.level)] += f.file_size
+        types = [table.arrow_schema.field(k).type for k in names]
+        buckets: dict[tuple[str, int], list] = {}
+        for e in table.manifest_io.live_entries(latest):
+            values = deserialize_row(e.partition, types)
+            partition = ",".join(f"{k}={v}" for k, v in zip(names, values, strict=True)) or "—"
+            buckets.setdefault((partition, e.bucket), []).append(e.file)
+        for (partition, bucket), files in buckets.items():
+            for f in files:
+                per[(partition, bucket, f.level)] += 1
+                sizes[(partition, bucket, f.level)] += f.file_size
                 total += 1
                 total_bytes += f.file_size
                 # small and mergeable: a bucket's only file is as compact as it can be
-                small += len(split.files) > 1 and f.file_size < threshold
+                small += len(files) > 1 and f.file_size < threshold
     compactions = [s for s in snapshots if s.commit_kind.value == "COMPACT"]
     return Health(
         table=table.identifier, snapshots=rows,

@@ -98,29 +98,30 @@ def _is_inside(directory: str) -> bool:
 
 
 def features_of(options: Mapping[str, str]) -> dict[Feature, str]:
-    """The gated features ``options`` (a table's raw options) use, each with the option that shows it."""
+    """The gated features ``options`` (a table's raw options) use, each with what a message should
+    add to the feature's name (the options or values that show it; empty when the name says all)."""
     from ..options.validate import is_known_option
 
     found: dict[Feature, str] = {}
     if options.get("bucket", "").strip() == "-2":
-        found[Feature.POSTPONE_BUCKET] = "bucket=-2"
+        found[Feature.POSTPONE_BUCKET] = ""
     directory = options.get("data-file.path-directory")
     if directory is not None and not _is_inside(directory):
         found[Feature.PATH_DIRECTORY_OUTSIDE] = f"data-file.path-directory={directory}"
     if options.get("data-file.external-paths", "").strip():
-        found[Feature.EXTERNAL_PATHS] = "data-file.external-paths"
+        found[Feature.EXTERNAL_PATHS] = ""
     if _true(options, "row-tracking.enabled"):
-        found[Feature.ROW_TRACKING] = "row-tracking.enabled=true"
+        found[Feature.ROW_TRACKING] = ""
     if _true(options, "data-evolution.enabled"):
-        found[Feature.DATA_EVOLUTION] = "data-evolution.enabled=true"
+        found[Feature.DATA_EVOLUTION] = ""
     indexed = sorted(k for k in options if k.startswith("file-index.") and k.endswith(".columns")
                      and options[k].strip())
     if indexed:
         found[Feature.FILE_INDEX] = ", ".join(indexed)
     if _true(options, "deletion-vectors.bitmap64"):
-        found[Feature.BITMAP64] = "deletion-vectors.bitmap64=true"
+        found[Feature.BITMAP64] = ""
     if _true(options, "index-file-in-data-file-dir"):
-        found[Feature.INDEX_IN_DATA_DIR] = "index-file-in-data-file-dir=true"
+        found[Feature.INDEX_IN_DATA_DIR] = ""
     if options.get("blob-field", "").strip():
         found[Feature.BLOB] = f"blob-field={options['blob-field']}"
     unknown = sorted(k for k in options if not is_known_option(k))
@@ -153,7 +154,7 @@ class TableCapabilities:
         if refused:
             feature, shown = refused[0]
             raise UnsupportedFeatureError(table=self.table, feature=feature.value, operation=operation.value,
-                                          detail="" if shown in feature.value else shown)
+                                          detail=shown)
 
 
 def require_file_metadata(table: str, files, operation: Operation) -> None:

@@ -11,8 +11,14 @@ import pytest
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import UnsupportedFeatureError
-from paimonflow.core.meta.capabilities import REFUSED, Feature, Operation, TableCapabilities, features_of, \
-    matrix_markdown
+from paimonflow.core.meta.capabilities import (
+    REFUSED,
+    Feature,
+    Operation,
+    TableCapabilities,
+    features_of,
+    matrix_markdown,
+)
 from tests.files import tree
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
@@ -120,3 +126,21 @@ def test_files_with_partial_columns_are_refused_by_reads_whatever_the_options(tm
     require_file_metadata("db.t", tracked, Operation.READ)
     with pytest.raises(UnsupportedFeatureError, match="row ids"):
         require_file_metadata("db.t", tracked, Operation.COMPACT)
+
+
+def test_the_docs_show_the_capability_matrix():
+    """docs/format.md's capability matrix is this module's (``PAIMONFLOW_UPDATE_DOCS=1`` rewrites it)."""
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[3] / "docs" / "format.md"
+    begin = "<!-- capability matrix: generated from core/meta/capabilities.py by tests/core/meta/test_capabilities.py -->"
+    end = "<!-- end of the capability matrix -->"
+    text = doc.read_text()
+    current = re.search(re.escape(begin) + r"\n(.*?)" + re.escape(end), text, re.S)
+    assert current is not None, f"docs/format.md has no {begin!r} section"
+    wanted = matrix_markdown() + "\n"
+    if os.environ.get("PAIMONFLOW_UPDATE_DOCS") == "1":
+        doc.write_text(text[:current.start(1)] + wanted + text[current.end(1):])
+        return
+    assert current.group(1) == wanted, "docs/format.md's capability matrix is stale: rerun with PAIMONFLOW_UPDATE_DOCS=1"
