@@ -390,21 +390,21 @@ def test_negative_control_a_commit_that_cleans_up_after_an_unknown_outcome_is_ca
     """The harness must catch the classic bug (cleaning up and retrying after an ambiguous
     publish): with it, the snapshot that did land loses its manifests, or the commit lands twice."""
     from paimonflow.core.errors import StorageError
-    from paimonflow.core.meta.snapshots import LATEST, SnapshotManager
+    from paimonflow.core.meta.snapshots import LATEST, Published, SnapshotManager
 
-    def try_publish_naively(self: SnapshotManager, snapshot) -> bool:
+    def publish_naively(self: SnapshotManager, snapshot) -> Published:
         try:
             created = self.file_io.create_if_absent(self.path(snapshot.id), snapshot.to_json())
         except StorageError:
-            return False  # the bug: "it failed, so it did not land"
+            return Published.TAKEN  # the bug: "it failed, so it did not land"
         if created:
             self._write_hint(LATEST, snapshot.id)
-        return created
+        return Published.LANDED if created else Published.TAKEN
 
     scenario = next(s for s in SCENARIOS if s.name == "append")
     publish = [i for i, op in enumerate(prepared.operations[scenario.name]) if op.name == "create_if_absent"]
     assert publish, "the append never published a snapshot"
-    monkeypatch.setattr(SnapshotManager, "try_publish", try_publish_naively)
+    monkeypatch.setattr(SnapshotManager, "publish", publish_naively)
     with pytest.raises(AssertionError):
         run_case(prepared, scenario, publish[0], "after", copy_of(prepared, tmp_path / "c"))
     reliability.record(faults=1, negative_controls=1)
