@@ -18,8 +18,11 @@ from .errors import (
     InvalidNameError,
     TableAlreadyExistsError,
     TableNotFoundError,
+    UnsupportedError,
+    UnsupportedFeatureError,
 )
 from .fs import FileIO, get_file_io, join
+from .meta.capabilities import Feature
 from .meta.layout import MAIN_BRANCH
 from .meta.schema import Schema
 from .meta.schema_manager import SchemaManager
@@ -144,9 +147,15 @@ class Catalog:
         if system is not None:
             raise InvalidNameError("table", identifier, f"names the system table {system!r}; use load_system_table")
         path = self.table_path(base)
-        if SchemaManager(self.file_io, path).latest() is None:
-            raise TableNotFoundError(f"table {base!r} does not exist")
-        schema = SchemaManager(self.file_io, path, branch).latest()
+        try:
+            if SchemaManager(self.file_io, path).latest() is None:
+                raise TableNotFoundError(f"table {base!r} does not exist")
+            schema = SchemaManager(self.file_io, path, branch).latest()
+        except UnsupportedFeatureError:
+            raise
+        except UnsupportedError as exc:  # a column type this version does not implement
+            raise UnsupportedFeatureError(table=identifier, feature=Feature.COLUMN_TYPE.value,
+                                          operation="any operation", detail=str(exc)) from None
         if schema is None:
             raise BranchNotFoundError(f"branch {branch!r} of table {base!r} does not exist")
         return Table(file_io=self.file_io, path=path, identifier=identifier, schema=schema, branch=branch)

@@ -50,6 +50,7 @@ class Feature(StrEnum):
     BITMAP64 = "64-bit deletion vectors (deletion-vectors.bitmap64)"
     INDEX_IN_DATA_DIR = "index files in data directories (index-file-in-data-file-dir)"
     BLOB = "BLOB columns (blob-field)"
+    COLUMN_TYPE = "a column type paimonflow does not implement"
     UNKNOWN_OPTION = "an option paimonflow does not know"
 
 
@@ -67,6 +68,7 @@ REFUSED: Mapping[Feature, frozenset[Operation]] = {
     Feature.BITMAP64: frozenset({Operation.READ, *_WRITES}),
     Feature.INDEX_IN_DATA_DIR: _ALL,
     Feature.BLOB: _ALL,
+    Feature.COLUMN_TYPE: _ALL,
     Feature.UNKNOWN_OPTION: _CHANGES,
 }
 
@@ -82,6 +84,7 @@ REASONS: Mapping[Feature, str] = {
     Feature.BITMAP64: "64-bit deletion vector files are a different format",
     Feature.INDEX_IN_DATA_DIR: "index files live in bucket directories, outside paimonflow's layout",
     Feature.BLOB: "BLOB data files are a format paimonflow does not implement",
+    Feature.COLUMN_TYPE: "the table cannot be opened (BLOB, VARIANT, VECTOR...): refused when it is opened",
     Feature.UNKNOWN_OPTION: "what the option changes cannot be known",
 }
 

@@ -33,6 +33,7 @@ from pydantic import Field, PrivateAttr
 
 from paimonflow.core.data.types import equals_ignoring_ids, from_arrow, is_safe_widening
 from paimonflow.core.errors import PaimonflowError, TableNotFoundError
+from paimonflow.core.meta.capabilities import Operation
 from paimonflow.core.meta.schema_changes import AddColumn, UpdateColumnType
 
 from .metadata import table_metadata
@@ -69,6 +70,7 @@ class PaimonIOManager(dg.ConfigurableIOManager):
             table = self._table_for_output(context, slice_, data)
             _check_partitioned_by(table, slice_)
             where = slice_.predicate(table.arrow_schema)
+            table.capabilities.require(Operation.WRITE)  # before the schema changes for the write
             table = _evolve(table, data)  # nothing changed or written if the output does not fit
             data = _with_dropped_columns_as_null(table, data)  # the write orders and casts the columns
             result = table.write(data, overwrite=where if where is not None else {},
