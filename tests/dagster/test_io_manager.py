@@ -258,3 +258,33 @@ def test_mistakes_fail_in_one_line(warehouse):
 
     result = plain.execute_in_process(raise_on_error=False)
     assert "op output 'result' has no asset key: give it a 'table' metadata value" in failure_message(result)
+
+
+def test_a_table_paimonflow_cannot_write_is_refused_in_one_line_before_its_schema_changes(warehouse):
+    """The capability gate: an output into a row-tracking table (written by Paimon 2.x) with a new
+    column fails in one line; neither the schema nor the data changes."""
+    import json
+    import os
+
+    @dg.asset(key=["shop", "tracked"])
+    def v1() -> pa.Table:
+        return pa.table({"sku": [1], "price": [1.5]})
+
+    @dg.asset(key=["shop", "tracked"])
+    def v2() -> pa.Table:
+        return pa.table({"sku": [2], "price": [2.5], "note": ["new column"]})
+
+    assert dg.materialize([v1], resources=io(warehouse)).success
+    table = Catalog(warehouse).get_table("shop.tracked")
+    schema_file = os.path.join(table.path, "schema", f"schema-{table.schema.id}")
+    with open(schema_file) as f:
+        doc = json.load(f)
+    doc["options"]["row-tracking.enabled"] = "true"  # as a Paimon 2.x writer would have made it
+    with open(schema_file, "w") as f:
+        json.dump(doc, f)
+    result = dg.materialize([v2], resources=io(warehouse), raise_on_error=False)
+    assert not result.success
+    message = failure_message(result)
+    assert "\n" not in message and "row tracking" in message and "write" in message, message
+    after = Catalog(warehouse).get_table("shop.tracked")
+    assert after.schema.id == table.schema.id and after.snapshot_manager.latest_id() == 1
