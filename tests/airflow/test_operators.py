@@ -248,3 +248,43 @@ def test_commit_user_applies_only_to_operators_that_commit():
     with pytest.raises(InvalidArgumentError, match=r"^analyze commits nothing: commit_user does not apply$"):
         analyze.execute({})
     assert "commit_user" in PaimonWriteOperator.template_fields
+
+
+def test_operators_refuse_a_table_paimonflow_cannot_change_in_one_line(tmp_path):
+    """The capability gate through the Airflow operators (core engine): a table whose options hold
+    one paimonflow does not know is refused by every operator that changes files, and nothing changes."""
+    import os
+    from types import SimpleNamespace
+
+    from paimonflow.core.errors import UnsupportedFeatureError
+    from paimonflow.operators.airflow import (
+        PaimonCompactOperator,
+        PaimonCreateTagOperator,
+        PaimonExpireSnapshotsOperator,
+        PaimonRemoveOrphanFilesOperator,
+    )
+    from tests.files import tree
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("lab")
+    t = catalog.create_table("lab.g", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
+    schema_file = os.path.join(t.path, "schema", "schema-0")
+    doc = json.loads(open(schema_file).read())
+    doc["options"]["a.future-paimon-option"] = "on"
+    with open(schema_file, "w") as f:
+        json.dump(doc, f)
+    before = tree(tmp_path)
+    common = {"table": "lab.g", "engine": "core", "warehouse": str(tmp_path / "wh")}
+    for operator in (PaimonCompactOperator(task_id="compact", **common),
+                     PaimonExpireSnapshotsOperator(task_id="expire", **common),
+                     PaimonCreateTagOperator(task_id="tag", name="t1", **common),
+                     PaimonRemoveOrphanFilesOperator(task_id="orphans", older_than="0 ms", min_older_than="0 ms",
+                                                     **common)):
+        # the task instance's names only (what the commit identity is derived from): no Airflow run here
+        context = {"ti": SimpleNamespace(dag_id="gate", task_id=operator.task_id, map_index=-1),
+                   "logical_date": datetime(2026, 11, 20, tzinfo=UTC)}
+        with pytest.raises(UnsupportedFeatureError, match="an option paimonflow does not know") as info:
+            operator.execute(context)
+        assert "\n" not in str(info.value)
+    assert tree(tmp_path) == before
