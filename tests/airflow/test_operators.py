@@ -270,7 +270,8 @@ def test_operators_refuse_a_table_paimonflow_cannot_change_in_one_line(tmp_path)
     t = catalog.create_table("lab.g", SCHEMA, primary_keys=["id"], options={"bucket": "1"})
     t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
     schema_file = os.path.join(t.path, "schema", "schema-0")
-    doc = json.loads(open(schema_file).read())
+    with open(schema_file) as f:
+        doc = json.load(f)
     doc["options"]["a.future-paimon-option"] = "on"
     with open(schema_file, "w") as f:
         json.dump(doc, f)
