@@ -133,8 +133,10 @@ class TagTargetExpiringError(MaintenanceConflictError, SnapshotNotFoundError):
     nothing is left behind. Retry, on a newer snapshot (the default, the latest, always is)."""
 
 
-class UnsupportedError(PaimonflowError, NotImplementedError):
-    """A feature of the format that this version of paimonflow does not handle."""
+class UnsupportedError(PaimonflowError):
+    """A feature of the format that this version of paimonflow does not handle. (Not a
+    ``NotImplementedError``: PySpark's data source API takes one raised while planning for "this
+    method is not implemented" and drops it.)"""
 
 
 class UnsupportedFeatureError(UnsupportedError):

@@ -48,6 +48,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from paimonflow.core.errors import InvalidArgumentError, UnsupportedError
+from paimonflow.core.meta.capabilities import Operation
 from paimonflow.core.options.core import CoreOptions
 from paimonflow.core.read.incremental import ROWKIND
 
@@ -189,6 +190,7 @@ class PaimonflowReader(DataSourceReader):
         self.columns = [n for n in self.target.names if n != ROWKIND or not self.with_rowkind]
         self.predicate: Predicate | None = None
         table = location.open()
+        table.capabilities.require(Operation.READ)  # on the driver, before Spark plans anything
         travel = _travel(self.options)
         self.read_schema = table.read_schema(**travel)  # a time-travel read: the snapshot's own schema
         unknown = [c for c in self.columns if c not in self.read_schema.arrow_schema().names]

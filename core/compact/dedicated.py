@@ -46,6 +46,7 @@ class CompactionResult:
     output_level: int | None = None
     already_committed: bool = False
     notes: tuple[str, ...] = ()  # e.g. maintenance after the commit failed (the compaction is committed)
+    replaced_publishes: int = 0  # publishes another writer's rename replaced, each retried (CommitResult's)
 
     def to_dict(self) -> dict[str, object]:
         return {name: list(value) if isinstance(value := getattr(self, name), tuple) else value
@@ -232,6 +233,7 @@ def _commit_compaction(table: TableOps, committer, messages: list[CommitMessage]
         files_read=len(read), bytes_read=sum(f.file_size for f in read), rows_read=sum(f.row_count for f in read),
         files_written=len(written), bytes_written=sum(f.file_size for f in written),
         rows_written=sum(f.row_count for f in written), output_level=output_level, notes=result.notes,
+        replaced_publishes=result.replaced_publishes,
     )
 
 

@@ -119,6 +119,19 @@ class JavaPeer:
         self._op("write", warehouse, identifier, data=self._ipc(data), kinds=list(kinds) if kinds else None,
                  commit_user=commit_user, options=options)
 
+    def stream_write(self, warehouse, identifier: str, *, commit_user: str, commits: int, key_base: int,
+                     rows_per_commit: int, updates_per_commit: int = 0, sleep_ms: int = 0,
+                     options=None) -> None:
+        """One long-lived, write-only streaming writer and committer (``PaimonPeer.streamWrite``)
+        committing ``commits`` times, commit identifiers 1..``commits``, on a table with columns
+        (BIGINT key, BIGINT commit, STRING note); the rows follow the rule documented there.
+        The op's result (:attr:`last_results`) holds ``snapshot_ids`` (the snapshot each commit
+        got, -1 if Java did not find it), ``commit_user`` and ``elapsed_ms``. The JVM answers
+        nothing else until the op ends: race it from another thread, on a peer of its own."""
+        self._op("stream_write", warehouse, identifier, commit_user=commit_user, commits=commits,
+                 key_base=key_base, rows_per_commit=rows_per_commit, updates_per_commit=updates_per_commit,
+                 sleep_ms=sleep_ms, options=options)
+
     def compact(self, warehouse, identifier: str, *, full: bool = True, options=None) -> None:
         self._op("compact", warehouse, identifier, full=full, options=options)
 

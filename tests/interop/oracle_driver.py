@@ -2,7 +2,8 @@
 
 Reads one JSON request from stdin: {"ops": [...]}; executes the ops in order with pypaimon and
 prints one JSON response: {"results": [...]}. Table data travels as Arrow IPC files (the two
-environments have different pyarrow versions; IPC is the stable format between them).
+environments have different pyarrow versions; IPC is the stable format between them). The
+feature-frontier ops (make_frontier_table, read_rows, missing_files) live in frontier_driver.py.
 """
 
 import json
@@ -10,6 +11,7 @@ import sys
 import traceback
 
 import pyarrow as pa
+from frontier_driver import FRONTIER_OPS  # this script's folder is on sys.path
 from pypaimon import CatalogFactory, Schema
 
 
@@ -105,7 +107,7 @@ def fast_forward(op):
 
 
 BRANCH_OPS = {"create_tag": create_tag, "create_branch": create_branch, "fast_forward": fast_forward}
-OPS = {**BRANCH_OPS, "create_table": create_table, "write": write, "read": read, "snapshots": snapshots, "alter_table": alter_table}
+OPS = {**BRANCH_OPS, **FRONTIER_OPS, "create_table": create_table, "write": write, "read": read, "snapshots": snapshots, "alter_table": alter_table}
 
 
 def main():

@@ -10,11 +10,14 @@
  *   create_table  fields (Paimon schema JSON fields), primary_keys, partition_keys, options
  *   alter_table   changes: [{kind: add_column|rename_column|drop_column|update_column_type, ...}]
  *   write         data (Arrow IPC stream file), kinds (["+I", "-D", ...] or null), commit_user?, options?
+ *   stream_write  commit_user, commits, key_base, rows_per_commit, updates_per_commit, sleep_ms, options? :
+ *                 one long-lived write-only streaming writer and committer, commits 1..commits
+ *                 (see streamWrite for the rows); returns the snapshot id each commit got
  *   compact       full (bool), options?
  *   read          out (Arrow IPC stream file), snapshot_id?, tag?, options? ; rows carry _row_kind
  *   stream        out, options (scan.mode, scan.snapshot-id, ...) ; every plan until the table's end
  *   create_tag / delete_tag / rollback / create_branch / fast_forward / expire_snapshots
- *   snapshots     the ids and commit kinds of the table's snapshots
+ *   snapshots     the ids, commit kinds, schema ids and commit identities of the table's snapshots
  *
  * Only the tests use this program; it is compiled by `make java-peer` against the jar that the
  * Makefile takes from pypaimon 0.2.0's source distribution and PySpark's Hadoop client jars.
@@ -53,6 +56,7 @@ import org.apache.paimon.catalog.CatalogContext;
 import org.apache.paimon.catalog.CatalogFactory;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryRow;
+import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.GenericRow;
 import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.data.JoinedRow;
@@ -76,9 +80,11 @@ import org.apache.paimon.table.source.StreamTableScan;
 import org.apache.paimon.table.source.TableScan;
 import org.apache.paimon.types.DataField;
 import org.apache.paimon.types.DataTypeJsonParser;
+import org.apache.paimon.types.DataTypeRoot;
 import org.apache.paimon.types.DataTypes;
 import org.apache.paimon.types.RowKind;
 import org.apache.paimon.types.RowType;
+import org.apache.paimon.utils.SnapshotManager;
 import org.apache.paimon.reader.RecordReader;
 
 public final class PaimonPeer {
@@ -147,6 +153,9 @@ public final class PaimonPeer {
             switch (kind) {
                 case "write":
                     write(table, op, result);
+                    break;
+                case "stream_write":
+                    streamWrite(table, op, result);
                     break;
                 case "compact":
                     compact(table, op, result);
@@ -275,6 +284,8 @@ public final class PaimonPeer {
             n.put("id", s.id());
             n.put("kind", s.commitKind().name());
             n.put("schema_id", s.schemaId());
+            n.put("commit_user", s.commitUser());
+            n.put("commit_identifier", s.commitIdentifier());
         }
     }
 
@@ -327,6 +338,98 @@ public final class PaimonPeer {
         }
         result.put("rows", rows);
         result.put("snapshot_id", table.snapshotManager().latestSnapshotId());
+    }
+
+    /**
+     * A streaming writer as a Flink sink runs it: ONE {@code StreamTableWrite} and ONE
+     * {@code StreamTableCommit} for the whole op, committing {@code commits} times with commit
+     * identifiers 1..commits under {@code commit_user}. The table is copied with
+     * {@code write-only=true}, so this writer never compacts and its committer never expires
+     * snapshots, partitions or tags: the other engine owns maintenance.
+     *
+     * <p>The table's columns must be (BIGINT key, BIGINT commit, STRING note). Commit i writes,
+     * in this order, its new keys {@code key_base + (i-1)*rows_per_commit + j} (j below
+     * rows_per_commit) and then, for i > 1, updates of {@code updates_per_commit} earlier keys
+     * {@code key_base + (i*7 + u*13) mod ((i-1)*rows_per_commit)} (u below updates_per_commit),
+     * each row as (key, i, "k{key}@c{i}"); the tests build their model from the same rule
+     * (tests/interop/test_java_writer_race.py). {@code sleep_ms} pauses after each commit.
+     *
+     * <p>Result: {@code commit_user}, {@code snapshot_ids} (entry i-1: the snapshot holding
+     * commit i, found right after it by walking back from the latest snapshot; -1 when not found)
+     * and {@code elapsed_ms}.
+     */
+    private static void streamWrite(FileStoreTable table, JsonNode op, ObjectNode result) throws Exception {
+        List<DataField> fields = table.rowType().getFields();
+        if (fields.size() != 3
+                || fields.get(0).type().getTypeRoot() != DataTypeRoot.BIGINT
+                || fields.get(1).type().getTypeRoot() != DataTypeRoot.BIGINT
+                || fields.get(2).type().getTypeRoot() != DataTypeRoot.VARCHAR) {
+            throw new IllegalArgumentException("stream_write needs columns (BIGINT, BIGINT, STRING), not " + fields);
+        }
+        String user = op.get("commit_user").asText();
+        long commits = op.get("commits").asLong();
+        long base = op.get("key_base").asLong();
+        long perCommit = op.get("rows_per_commit").asLong();
+        long updates = op.path("updates_per_commit").asLong(0);
+        long sleepMs = op.path("sleep_ms").asLong(0);
+        if (commits < 1 || perCommit < 1 || updates < 0 || sleepMs < 0) {
+            throw new IllegalArgumentException("stream_write needs commits >= 1, rows_per_commit >= 1, "
+                    + "updates_per_commit >= 0 and sleep_ms >= 0");
+        }
+        FileStoreTable writeOnly = table.copy(Map.of("write-only", "true"));
+        SnapshotManager snapshots = writeOnly.snapshotManager();
+        StreamWriteBuilder builder = writeOnly.newStreamWriteBuilder().withCommitUser(user);
+        ArrayNode ids = result.putArray("snapshot_ids");
+        long started = System.nanoTime();
+        try (IOManager io = IOManager.create(tempRoot.toString());
+             TableWriteImpl<?> write = (TableWriteImpl<?>) builder.newWrite();
+             StreamTableCommit commit = builder.newCommit()) {
+            write.withIOManager(io);
+            for (long i = 1; i <= commits; i++) {
+                for (long j = 0; j < perCommit; j++) {
+                    write.write(streamRow(base + (i - 1) * perCommit + j, i));
+                }
+                for (long u = 0; i > 1 && u < updates; u++) {
+                    write.write(streamRow(base + Math.floorMod(i * 7 + u * 13, (i - 1) * perCommit), i));
+                }
+                commit.commit(i, write.prepareCommit(false, i));
+                ids.add(findCommit(snapshots, user, i));
+                if (sleepMs > 0) {
+                    Thread.sleep(sleepMs);
+                }
+            }
+        }
+        result.put("commit_user", user);
+        result.put("elapsed_ms", (System.nanoTime() - started) / 1_000_000);
+    }
+
+    private static GenericRow streamRow(long key, long commit) {
+        return GenericRow.of(key, commit, BinaryString.fromString("k" + key + "@c" + commit));
+    }
+
+    /**
+     * The id of the snapshot holding {@code (user, identifier)}, walking back from the latest
+     * snapshot; -1 if an older commit of the user, a missing snapshot or the start comes first.
+     */
+    private static long findCommit(SnapshotManager snapshots, String user, long identifier) {
+        Long latest = snapshots.latestSnapshotId();
+        for (long id = latest == null ? 0 : latest; id > 0; id--) {
+            Snapshot snapshot;
+            try {
+                snapshot = snapshots.snapshot(id);
+            } catch (RuntimeException e) {
+                return -1; // expired meanwhile: the commit is older than anything retained
+            }
+            if (user.equals(snapshot.commitUser())) {
+                if (snapshot.commitIdentifier() == identifier) {
+                    return id;
+                }
+                if (snapshot.commitIdentifier() < identifier) {
+                    return -1;
+                }
+            }
+        }
+        return -1;
     }
 
     private static void compact(FileStoreTable table, JsonNode op, ObjectNode result) throws Exception {
