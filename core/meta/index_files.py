@@ -29,6 +29,8 @@ from .manifest import FileKind, plain_file_name, read_records, write_avro
 
 DELETION_VECTORS = "DELETION_VECTORS"
 HASH = "HASH"
+#: the index types paimonflow maintains (global indexes, btree, bitmap..., are refused by the gate)
+KNOWN_INDEX_TYPES = frozenset({DELETION_VECTORS, HASH})
 DV_VERSION = 1
 DV_MAGIC = 1581511376
 

@@ -32,8 +32,9 @@ from ..errors import (
     PaimonflowError,
     SchemaError,
     UnsupportedError,
+    UnsupportedFeatureError,
 )
-from ..meta.index_files import IndexManifest, IndexManifestEntry, apply_index_changes
+from ..meta.index_files import KNOWN_INDEX_TYPES, IndexManifest, IndexManifestEntry, apply_index_changes
 from ..meta.manifest import FileKind, ManifestEntry, merge_entries
 from ..meta.manifest_io import ManifestIO
 from ..meta.schema import TableSchema
@@ -425,6 +426,10 @@ class TableCommit:
         if not adds and not deletes and not emptied:
             return None
         live = self._index.read(latest.index_manifest) if latest is not None else []
+        unknown = sorted({e.file.index_type for e in live} - KNOWN_INDEX_TYPES)
+        if unknown:  # a global index (btree, bitmap...) would go stale: refuse before publishing
+            raise UnsupportedFeatureError(table=self._path, feature=f"index files of type {', '.join(unknown)}",
+                                          operation="write")
         extra = [e for e in live if (e.partition, e.bucket) in emptied]
         entries, missing = apply_index_changes(live, adds, [*deletes, *extra])
         if missing:

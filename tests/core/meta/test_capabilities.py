@@ -144,3 +144,35 @@ def test_the_docs_show_the_capability_matrix():
         doc.write_text(text[:current.start(1)] + wanted + text[current.end(1):])
         return
     assert current.group(1) == wanted, "docs/format.md's capability matrix is stale: rerun with PAIMONFLOW_UPDATE_DOCS=1"
+
+
+def test_a_commit_refuses_to_carry_an_index_kind_it_does_not_maintain(tmp_path):
+    """A global index (btree, bitmap... over row ids) next to deletion vectors would go stale under
+    a commit that changes index files: refused before anything is published."""
+    from dataclasses import replace
+
+    from paimonflow.core.meta.index_files import IndexFileMeta
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id"],
+                             options={"bucket": "1", "deletion-vectors.enabled": "true"})
+    t.write(pa.table({"id": [1, 2], "v": ["a", "b"]}, schema=SCHEMA))
+    t.compact(full=True)
+    t.write(pa.table({"id": [1], "v": ["c"]}, schema=SCHEMA))
+    latest = t.snapshot_manager.latest()
+    entries = t.index_manifest.read(latest.index_manifest)
+    btree = replace(entries[0], file=IndexFileMeta(index_type="btree", file_name="index-btree-0", file_size=1,
+                                                  row_count=2))
+    name = t.index_manifest.write([*entries, btree])
+    with open(t.snapshot_manager.path(latest.id)) as f:
+        doc = json.load(f)
+    doc["indexManifest"] = name
+    with open(t.snapshot_manager.path(latest.id), "w") as f:
+        json.dump(doc, f)
+    t = catalog.get_table("db.t")
+    before = tree(tmp_path)
+    with pytest.raises(UnsupportedFeatureError, match="index files of type btree"):
+        t.compact(full=True)
+    after = tree(tmp_path)
+    assert {k: v for k, v in after.items() if "/snapshot/" in k} == {k: v for k, v in before.items() if "/snapshot/" in k}
