@@ -98,6 +98,11 @@ class FileIO(Protocol):
     def list_dir(self, path: str) -> list[FileStatus]:
         """Direct children (files and directories) sorted by path; empty if it does not exist."""
 
+    def list_files(self, path: str, prefix: str) -> list[FileStatus]:
+        """The files directly in ``path`` whose names start with ``prefix``, sorted by path;
+        empty if there are none. Costs what the names cost, not a status per child (local disk:
+        one ``listdir``; object stores: a prefix listing)."""
+
     def delete(self, path: str, *, recursive: bool = False) -> bool:
         """Delete a file (or a directory tree with ``recursive``). False if nothing was there.
 

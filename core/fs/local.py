@@ -150,6 +150,24 @@ class LocalFileIO:
             out.append(_status(join(path, entry.name), st))
         return sorted(out, key=lambda s: s.path)
 
+    def list_files(self, path: str, prefix: str) -> list[FileStatus]:
+        target = local_path(path)
+        try:
+            names = [n for n in os.listdir(target) if n.startswith(prefix)]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise StorageError(f"cannot list {path}: {_reason(exc)}") from exc
+        out = []
+        for name in names:
+            try:
+                st = os.stat(os.path.join(target, name))
+            except FileNotFoundError:
+                continue  # deleted while listing
+            if not stat.S_ISDIR(st.st_mode):
+                out.append(_status(join(path, name), st))
+        return sorted(out, key=lambda s: s.path)
+
     # -- writing -------------------------------------------------------------------------------
 
     def write_bytes(self, path: str, data: bytes) -> None:

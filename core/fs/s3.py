@@ -286,6 +286,21 @@ class S3FileIO:
                                               modification_time_millis=int(obj["LastModified"].timestamp() * 1000)))
         return sorted(out, key=lambda s: s.path)
 
+    def list_files(self, path: str, prefix: str) -> list[FileStatus]:
+        bucket, key = split_uri(path)
+        directory = _dir_prefix(key)
+        out: list[FileStatus] = []
+        with self._translate("list", path):
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=bucket, Prefix=directory + prefix, Delimiter="/",
+                PaginationConfig={"PageSize": self.list_page_size})
+            for page in pages:
+                for obj in page.get("Contents", ()):
+                    name = obj["Key"][len(directory):]
+                    out.append(FileStatus(path=join(path, name), size=int(obj["Size"]), is_dir=False,
+                                          modification_time_millis=int(obj["LastModified"].timestamp() * 1000)))
+        return sorted(out, key=lambda s: s.path)
+
     # -- writing -------------------------------------------------------------------------------
 
     def write_bytes(self, path: str, data: bytes) -> None:

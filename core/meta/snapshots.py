@@ -394,9 +394,8 @@ class SnapshotManager:
         prefix, deadline = f".{SNAPSHOT_PREFIX}{snapshot.id}.", time.monotonic() + RENAME_WAIT_SECONDS
         while time.monotonic() < deadline:
             now = time.time() * 1000
-            pending = [s for s in self.file_io.list_dir(self.directory)
-                       if s.path.rstrip("/").rsplit("/", 1)[-1].startswith(prefix) and s.path.endswith(".tmp")
-                       and now - s.modification_time_millis < STALE_TEMP_MILLIS]
+            pending = [s for s in self.file_io.list_files(self.directory, prefix)
+                       if s.path.endswith(".tmp") and now - s.modification_time_millis < STALE_TEMP_MILLIS]
             if not pending:
                 break
             time.sleep(0.001)

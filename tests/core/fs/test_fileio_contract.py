@@ -363,6 +363,18 @@ class FileIOContract:
     def test_list_dir_of_a_missing_directory_is_empty(self, fileio: FileIO, root: str) -> None:
         assert fileio.list_dir(join(root, "nothing-here")) == []
 
+    def test_list_files_by_prefix(self, fileio: FileIO, root: str) -> None:
+        directory = join(root, "snapshot")
+        for name in ("snapshot-1", "snapshot-10", ".snapshot-1.a.tmp", ".snapshot-10.b.tmp", "LATEST"):
+            fileio.write_bytes(join(directory, name), name.encode())
+        fileio.write_bytes(join(directory, ".snapshot-1.dir", "x"), b"x")  # a directory is no file
+        listed = fileio.list_files(directory, ".snapshot-1.")
+        assert [s.path for s in listed] == [join(directory, ".snapshot-1.a.tmp")]
+        assert listed[0].size == len(".snapshot-1.a.tmp") and not listed[0].is_dir
+        assert [s.path.rsplit("/", 1)[1] for s in fileio.list_files(directory, "snapshot-1")] == [
+            "snapshot-1", "snapshot-10"]
+        assert fileio.list_files(join(root, "nothing-here"), "x") == []
+
     def test_names_with_special_characters(self, fileio: FileIO, root: str) -> None:
         names = ["dt=2024-01-01", "a b", "100%25", "ümlaut.parquet", "x+y&z", "semi;colon"]
         for name in names:
