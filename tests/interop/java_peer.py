@@ -161,6 +161,15 @@ class JavaPeer:
     def snapshots(self, warehouse, identifier: str) -> None:
         self._op("snapshots", warehouse, identifier)
 
+    def expire_snapshots(self, warehouse, identifier: str, *, retain_min: int, retain_max: int) -> None:
+        """Java's snapshot expiry (no time retention), which also deletes expired changelogs."""
+        self._op("expire_snapshots", warehouse, identifier, retain_min=retain_min, retain_max=retain_max)
+
+    def analyze(self, warehouse, identifier: str) -> None:
+        """Table statistics of the latest snapshot as Spark's ANALYZE TABLE commits them (a new
+        ANALYZE snapshot naming a file in ``statistics/``)."""
+        self._op("analyze", warehouse, identifier)
+
     # -- running ------------------------------------------------------------------------------
 
     def run(self) -> list[pa.Table]:

@@ -205,6 +205,9 @@ public final class PaimonPeer {
                 case "snapshots":
                     snapshots(table, result);
                     break;
+                case "analyze":
+                    analyze(table, result);
+                    break;
                 default:
                     throw new IllegalArgumentException("unknown op " + kind);
             }
@@ -289,6 +292,26 @@ public final class PaimonPeer {
         }
     }
 
+    /**
+     * Table statistics for the latest snapshot, committed as Spark's {@code ANALYZE TABLE}
+     * commits them ({@code FileStoreCommit.commitStatistics}): a new ANALYZE snapshot naming a
+     * file in {@code statistics/}. Only the merged record count and size, no column statistics.
+     * Result: {@code snapshot_id} (the ANALYZE snapshot) and {@code statistics} (its file name).
+     */
+    private static void analyze(FileStoreTable table, ObjectNode result) throws Exception {
+        Snapshot latest = table.snapshotManager().latestSnapshot();
+        long records = latest.totalRecordCount() == null ? 0L : latest.totalRecordCount();
+        org.apache.paimon.stats.Statistics stats =
+                new org.apache.paimon.stats.Statistics(latest.id(), latest.schemaId(), records, records * 32L);
+        try (org.apache.paimon.operation.FileStoreCommit commit =
+                table.store().newCommit("paimon-peer-analyze")) {
+            commit.commitStatistics(stats, Long.MAX_VALUE);
+        }
+        Snapshot analyzed = table.snapshotManager().latestSnapshot();
+        result.put("snapshot_id", analyzed.id());
+        result.put("statistics", analyzed.statistics());
+    }
+
     // -- writing -----------------------------------------------------------------------------
 
     private static long nextIdentifier = 1;
@@ -317,6 +340,14 @@ public final class PaimonPeer {
         }
         RowType rowType = table.rowType();
         long rows = 0;
+        // Dynamic-bucket tables take the bucket from an assigner, as Flink's and Spark's writers do.
+        org.apache.paimon.index.HashBucketAssigner assigner = null;
+        org.apache.paimon.table.sink.RowPartitionKeyExtractor keys = null;
+        if (table.bucketMode() == org.apache.paimon.table.BucketMode.HASH_DYNAMIC) {
+            assigner = new org.apache.paimon.index.HashBucketAssigner(table.snapshotManager(), "paimon-peer",
+                    table.store().newIndexFileHandler(), 1, 1, 0, table.coreOptions().dynamicBucketTargetRowNum());
+            keys = new org.apache.paimon.table.sink.RowPartitionKeyExtractor(table.schema());
+        }
         try (IOManager io = IOManager.create(tempRoot.toString());
              TableWriteImpl<?> write = (TableWriteImpl<?>) builder.newWrite()) {
             write.withIOManager(io);
@@ -329,7 +360,11 @@ public final class PaimonPeer {
                         if (!kinds.isEmpty()) {
                             row.setRowKind(kinds.get((int) rows));
                         }
-                        write.write(row);
+                        if (assigner != null) {
+                            write.write(row, assigner.assign(keys.partition(row), keys.trimmedPrimaryKey(row).hashCode()));
+                        } else {
+                            write.write(row);
+                        }
                         rows++;
                     }
                 }
