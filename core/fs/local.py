@@ -133,40 +133,11 @@ class LocalFileIO:
         return _status(path, st)
 
     def list_dir(self, path: str) -> list[FileStatus]:
-        target = local_path(path)
-        try:
-            with os.scandir(target) as it:
-                entries = list(it)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        except OSError as exc:
-            raise StorageError(f"cannot list {path}: {_reason(exc)}") from exc
-        out = []
-        for entry in entries:
-            try:
-                st = entry.stat()
-            except FileNotFoundError:
-                continue  # deleted while listing
-            out.append(_status(join(path, entry.name), st))
-        return sorted(out, key=lambda s: s.path)
+        return sorted((_status(join(path, name), st) for name, st in _children(path)), key=lambda s: s.path)
 
     def list_files(self, path: str, prefix: str) -> list[FileStatus]:
-        target = local_path(path)
-        try:
-            names = [n for n in os.listdir(target) if n.startswith(prefix)]
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        except OSError as exc:
-            raise StorageError(f"cannot list {path}: {_reason(exc)}") from exc
-        out = []
-        for name in names:
-            try:
-                st = os.stat(os.path.join(target, name))
-            except FileNotFoundError:
-                continue  # deleted while listing
-            if not stat.S_ISDIR(st.st_mode):
-                out.append(_status(join(path, name), st))
-        return sorted(out, key=lambda s: s.path)
+        return sorted((_status(join(path, name), st) for name, st in _children(path, prefix)
+                       if not stat.S_ISDIR(st.st_mode)), key=lambda s: s.path)
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -262,6 +233,27 @@ class LocalFileIO:
         except OSError as exc:
             raise StorageError(f"sync {path}: {exc}") from exc
         _fsync_dir(os.path.dirname(target))
+
+
+def _children(path: str, prefix: str = "") -> list[tuple[str, os.stat_result]]:
+    """``(name, stat)`` of the children of ``path`` named ``prefix...`` (one listing of names, then
+    a stat for each match); none if the directory does not exist."""
+    target = local_path(path)
+    try:
+        names = os.listdir(target)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise StorageError(f"cannot list {path}: {_reason(exc)}") from exc
+    out = []
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        try:
+            out.append((name, os.stat(os.path.join(target, name))))
+        except FileNotFoundError:
+            continue  # deleted while listing
+    return out
 
 
 def _status(path: str, st: os.stat_result) -> FileStatus:
