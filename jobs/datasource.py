@@ -304,6 +304,7 @@ class PaimonflowStreamReader(DataSourceStreamReader):
     def __init__(self, location: TableLocation, options: Mapping[str, str], schema, *,
                  parallelism: int = DEFAULT_PARALLELISM) -> None:
         table = location.open()
+        table.capabilities.require(Operation.READ)  # on the driver, before Spark plans anything
         self.location, self.options = location.pinned(table.schema.id), dict(options)
         self.packing = SplitPacking.from_options({**table.options.raw, **self.options}, parallelism)
         self.target = _target_schema(schema)
@@ -385,8 +386,9 @@ def _overwrite_spec(table, options: Mapping[str, str], overwrite: bool):
 
 
 def _check_writable(table, schema=None) -> None:
-    """Refuse a write before any task runs: dynamic-bucket tables, and (given the DataFrame's
-    ``schema``) columns of types the table does not take."""
+    """Refuse a write before any task runs: tables the capability gate refuses, dynamic-bucket
+    tables, and (given the DataFrame's ``schema``) columns of types the table does not take."""
+    table.capabilities.require(Operation.WRITE)
     if table.primary_keys and table.options.bucket == -1:
         raise UnsupportedError(f"table {table.identifier!r} has dynamic buckets: one writer must own each "
                                "partition's key index, so write it with paimonflow.jobs.write (it shuffles by "
