@@ -281,3 +281,36 @@ def test_a_replayed_micro_batch_commits_nothing(spark, catalog, table, tmp_path)
     assert t.snapshot_manager.latest_id() == latest
     assert sorted(r["v"] for r in t.read().to_pylist() if r["id"] == 60) == ["once"]
     assert len(glob.glob(os.path.join(table.path, "dt=x", "*", "*.parquet"))) == before + 1
+
+
+def test_tables_the_gate_refuses_fail_on_the_driver_in_one_typed_line(spark, catalog, table, tmp_path):
+    """The capability gate through the data source: a batch write, a batch read and a streaming
+    read of tables paimonflow does not implement fail before Spark runs a task, naming the error,
+    the feature and the operation; no file changes."""
+    import json
+
+    from tests.files import tree
+
+    def with_option(key: str, value: str) -> None:
+        schema_file = os.path.join(table.path, "schema", f"schema-{table.schema.id}")
+        with open(schema_file) as f:
+            doc = json.load(f)
+        doc["options"][key] = value
+        with open(schema_file, "w") as f:
+            json.dump(doc, f)
+
+    with_option("row-tracking.enabled", "true")  # read, but neither written nor compacted
+    before = tree(tmp_path)
+    rows = spark.createDataFrame([(9, "z", "x")], "id long, v string, dt string")
+    with pytest.raises(Exception, match=r"UnsupportedFeatureError: table db\.t uses row tracking .* for write"):
+        rows.write.format("paimonflow").option("warehouse", catalog.warehouse).mode("append").save("db.t")
+    assert tree(tmp_path) == before
+    assert reader(spark, catalog).load("db.t").count() == 5
+    with_option("data-evolution.enabled", "true")  # not even read
+    before = tree(tmp_path)
+    with pytest.raises(Exception, match=r"UnsupportedFeatureError: table db\.t uses data evolution .* for read"):
+        reader(spark, catalog).load("db.t").collect()
+    with pytest.raises(Exception, match=r"UnsupportedFeatureError: table db\.t uses data evolution .* for read"):
+        spark.readStream.format("paimonflow").option("warehouse", catalog.warehouse).load("db.t") \
+            .writeStream.format("memory").queryName("refused").start().processAllAvailable()
+    assert tree(tmp_path) == before
