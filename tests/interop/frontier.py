@@ -760,3 +760,20 @@ def _require_active_session(spark: Any) -> None:
     if spark is None or SparkSession.getActiveSession() is not spark:
         raise ValueError("the spark operations need spark=<this thread's active SparkSession>: the jobs "
                          "take the active session and would otherwise start another")
+
+
+def check_doc_section(doc: Path, begin: str, end: str, wanted: str) -> None:
+    """``doc``'s text between the ``begin`` and ``end`` markers must be ``wanted`` (a matrix);
+    ``PAIMONFLOW_UPDATE_DOCS=1`` rewrites it instead. The assertion shows the difference."""
+    import difflib
+
+    text = doc.read_text()
+    current = re.search(re.escape(begin) + r"\n(.*?)" + re.escape(end), text, re.S)
+    assert current is not None, f"{doc.name} has no {begin!r} ... {end!r} section"
+    if os.environ.get("PAIMONFLOW_UPDATE_DOCS") == "1":
+        doc.write_text(text[:current.start(1)] + wanted + text[current.end(1):])
+        return
+    diff = "\n".join(difflib.unified_diff(current.group(1).splitlines(), wanted.splitlines(), doc.name,
+                                          "this run", lineterm="", n=0))
+    assert current.group(1) == wanted, f"{doc.name}'s section {begin!r} is stale: rerun with " \
+                                       f"PAIMONFLOW_UPDATE_DOCS=1\n{diff}"

@@ -13,9 +13,6 @@ failed cell's reason) and ``matrix.json``; its table and counts to docs/format.m
 
 from __future__ import annotations
 
-import difflib
-import os
-import re
 import subprocess
 from pathlib import Path
 
@@ -39,6 +36,7 @@ from .frontier import (
     JobRun,
     Matrix,
     Operation,
+    check_doc_section,
     rows_after_write,
     run_frontier,
     same_rows,
@@ -78,17 +76,7 @@ def test_every_feature_and_operation_has_a_cell(matrix: Matrix) -> None:
 def test_the_docs_show_the_matrix(matrix: Matrix) -> None:
     """docs/format.md's frontier section is this run's table and counts (no timings: the same
     outcomes give the same text); ``PAIMONFLOW_UPDATE_DOCS=1`` rewrites it."""
-    text = DOC.read_text()
-    current = re.search(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), text, re.S)
-    assert current is not None, f"docs/format.md has no {BEGIN!r} ... {END!r} section"
-    wanted = matrix.markdown()
-    if os.environ.get("PAIMONFLOW_UPDATE_DOCS") == "1":
-        DOC.write_text(text[:current.start(1)] + wanted + text[current.end(1):])
-        return
-    diff = "\n".join(difflib.unified_diff(current.group(1).splitlines(), wanted.splitlines(), "docs/format.md",
-                                          "this run", lineterm="", n=0))
-    assert current.group(1) == wanted, f"docs/format.md's frontier matrix is stale: rerun with " \
-                                       f"PAIMONFLOW_UPDATE_DOCS=1\n{diff}"
+    check_doc_section(DOC, BEGIN, END, matrix.markdown())
 
 
 @pytest.mark.spark
