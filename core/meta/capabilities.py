@@ -9,7 +9,8 @@ operation this version does not implement for it (:data:`REFUSED`). Every entry 
 
 An option paimonflow does not know at all counts as unsupported for every operation that writes
 or deletes files; the option registry's known keys (:mod:`paimonflow.core.options.validate`)
-are the ones it stores and respects, or ignores knowing that ignoring them damages nothing.
+are the ones it stores and respects, or ignores knowing that ignoring them damages nothing, and
+engines' run-time settings (``sink.*``, ``scan.*``, ``lookup.*``...) are harmless too.
 The matrix (feature x operation) is rendered for docs/format.md by :func:`matrix_markdown`.
 """
 
@@ -103,7 +104,7 @@ def _is_inside(directory: str) -> bool:
 def features_of(options: Mapping[str, str]) -> dict[Feature, str]:
     """The gated features ``options`` (a table's raw options) use, each with what a message should
     add to the feature's name (the options or values that show it; empty when the name says all)."""
-    from ..options.validate import is_known_option
+    from ..options.validate import is_harmless_option
 
     found: dict[Feature, str] = {}
     if options.get("bucket", "").strip() == "-2":
@@ -127,7 +128,7 @@ def features_of(options: Mapping[str, str]) -> dict[Feature, str]:
         found[Feature.INDEX_IN_DATA_DIR] = ""
     if options.get("blob-field", "").strip():
         found[Feature.BLOB] = f"blob-field={options['blob-field']}"
-    unknown = sorted(k for k in options if not is_known_option(k))
+    unknown = sorted(k for k in options if not is_harmless_option(k))
     if unknown:
         found[Feature.UNKNOWN_OPTION] = ", ".join(repr(k) for k in unknown)
     return found

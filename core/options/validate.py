@@ -82,6 +82,18 @@ KNOWN_KEYS = frozenset(o.key for o in ALL_OPTIONS) | _KNOWN_PLAIN_KEYS | frozens
 )
 
 
+# Options the engines read at run time only (Flink's sink and source parallelism, scan and lookup
+# tuning...): they never change what a file means, so a table carrying ones paimonflow does not
+# know is still safe to change (the capability gate). A user setting them is still checked.
+_ENGINE_RUNTIME_PREFIXES = ("sink.", "scan.", "source.", "lookup.", "continuous.", "streaming-read", "read.")
+
+
+def is_harmless_option(key: str) -> bool:
+    """Whether an option an existing table carries is safe to leave unparsed for operations that
+    change files: a known one, or an engine's run-time setting (:data:`_ENGINE_RUNTIME_PREFIXES`)."""
+    return is_known_option(key) or key.startswith(_ENGINE_RUNTIME_PREFIXES)
+
+
 def is_known_option(key: str) -> bool:
     """Whether ``key`` is a Paimon option paimonflow knows: one it parses, one it stores and
     respects as a plain string, a per-field or per-format option, or one whose feature the

@@ -58,6 +58,15 @@ def test_plain_and_known_options_are_no_feature():
                         "postpone.default-bucket-num": "4", "fields.v.aggregate-function": "sum"}) == {}
 
 
+def test_engine_run_time_settings_are_harmless_but_still_checked_when_a_user_sets_them():
+    from paimonflow.core.errors import InvalidOptionError
+    from paimonflow.core.options.validate import validate_user_options
+
+    assert features_of({"sink.parallelism": "4", "lookup.cache-rows": "10", "scan.infer-parallelism": "x"}) == {}
+    with pytest.raises(InvalidOptionError, match="unknown option"):
+        validate_user_options({"sink.parallelism": "4"})
+
+
 def test_unknown_options_refuse_every_change_but_not_reads():
     caps = TableCapabilities.of("db.t", {"frobnicate": "1"})
     assert caps.allows(Operation.READ)
