@@ -33,14 +33,6 @@ SNAPSHOT_PREFIX = "snapshot-"
 #: How long a publish waits for another writer's pending rename onto its snapshot to finish, and
 #: the age beyond which such a temp file is a crash's leftover, not a rename in flight.
 RENAME_WAIT_SECONDS, STALE_TEMP_MILLIS = 5.0, 10_000
-
-
-class Published(StrEnum):
-    """What became of a publish (:meth:`SnapshotManager.publish`)."""
-
-    LANDED = "landed"      # ours, and still ours once no other rename can be pending
-    TAKEN = "taken"        # the id was taken before ours: a lost race
-    REPLACED = "replaced"  # ours landed and another writer's rename replaced it: a lost race too
 LATEST, EARLIEST = "LATEST", "EARLIEST"
 #: ``snapshot/EXPIRING-<end>-<run id>``: an expiry run may be deleting the files of snapshots
 #: ``< end`` (paimonflow's own marker; Paimon's readers list only ``snapshot-*`` and the hints).
@@ -53,6 +45,14 @@ ROLLBACK_PREFIX = "ROLLBACK-"
 COMMIT_USER_PREFIX = "COMMIT-USER-"
 _REMOTE_READ_WINDOW = 16  # snapshots read at once by a long walk on an object store
 ROLLBACK_LEASE_MILLIS = 3_600_000
+
+
+class Published(StrEnum):
+    """What became of a publish (:meth:`SnapshotManager.publish`)."""
+
+    LANDED = "landed"      # ours, and still ours once no other rename can be pending
+    TAKEN = "taken"        # the id was taken before ours: a lost race
+    REPLACED = "replaced"  # ours landed and another writer's rename replaced it: a lost race too
 
 
 class CommitKind(StrEnum):
