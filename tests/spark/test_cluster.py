@@ -143,3 +143,36 @@ def test_an_executor_killed_in_the_middle_of_a_write_is_replaced_and_rows_land_o
     ids = table.read(columns=["id"]).column("id").to_numpy()
     assert result["rows_written"] == n and len(ids) == n and len(set(ids.tolist())) == n
     assert table.latest_snapshot().id == 1  # one commit
+
+
+@pytest.mark.timeout(900)
+def test_a_job_submitted_to_the_cluster_on_a_table_it_cannot_change_is_refused_in_one_line(spark_cluster, tmp_path):
+    """The capability gate where jobs really run: a compaction and an orphan removal submitted to the
+    standalone cluster on a row-tracking table and on one with an option paimonflow does not know
+    (as Paimon 2.x writers leave them) exit 2 with one JSON error line naming the feature and the
+    operation, and no file of the table changes."""
+    from tests.files import tree
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    t = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "2"})
+    t.write(pa.table({"id": [1, 2], "v": ["a", "b"], "dt": ["2026-11-21", "2026-11-22"]}, schema=SCHEMA))
+    schema_file = Path(t.path) / "schema" / "schema-0"
+    doc = json.loads(schema_file.read_text())
+    doc["options"].update({"row-tracking.enabled": "true", "some.future-option": "on"})
+    schema_file.write_text(json.dumps(doc))
+    location = TableLocation(str(tmp_path / "wh"), "db.t")
+    before = tree(Path(t.path))
+    for n, (job, arguments, feature, operation) in enumerate([
+            ("compact", {}, "row tracking", "compaction"),
+            ("remove-orphan-files", {"older_than_millis": 0, "min_older_than_millis": 0},
+             "an option paimonflow does not know", "orphan removal")]):
+        command = submit_command(job, location, arguments, result_file=None)
+        proc = spark_submit(spark_cluster, f"refused-{job}-{n}", command)
+        assert proc.returncode == 2, proc.stderr[-3000:]
+        # the driver's one JSON line (the result's place: stdout under spark-submit's log lines)
+        [line] = [x for x in (proc.stdout + proc.stderr).splitlines() if x.startswith('{"job"')]
+        error = json.loads(line)
+        assert error["error"] == "UnsupportedFeatureError", error
+        assert feature in error["message"] and f"for {operation}" in error["message"], error
+    assert tree(Path(t.path)) == before
