@@ -114,6 +114,7 @@ class ScanRoot:
     path: str
     kind: RootKind
     keys: tuple[str, ...] = ()  # DATA: the partition keys whose directories come below ``path``
+    in_bucket: bool = False     # DATA: ``path`` is a bucket directory (its files are candidates)
     is_file: bool = False       # an UNKNOWN file at the table's top level
 
 
@@ -146,7 +147,7 @@ def scan_roots(table: TableMeta) -> list[ScanRoot]:
         elif data != root and (data == path or data.startswith(path + "/")):
             continue  # the path directory (or a folder above it): scanned from ``data``
         elif data == root and _is_data_dir(name, keys):
-            out.append(ScanRoot(path, RootKind.DATA, keys[1:]) if keys else ScanRoot(path, RootKind.DATA))
+            out.append(ScanRoot(path, RootKind.DATA, keys[1:], in_bucket=not keys))
         else:
             out.append(ScanRoot(path, RootKind.UNKNOWN))
     return out
@@ -164,15 +165,12 @@ def find_orphans(file_io, root: ScanRoot, *, keep: Set[str], cutoff_millis: floa
     """Scan ``root``: the unreferenced candidates older than the cutoff, and the files found where
     the layout puts none. Metadata files are never candidates, nor are hidden files other than
     temp files; the temp files of an interrupted write are, in every known place, once older than
-    the cutoff (a write in progress is younger). A DATA root whose path is a bucket directory
-    (partition-less tables) is one with no key left."""
+    the cutoff (a write in progress is younger)."""
     result = ScanResult()
     if root.is_file:
         result.scanned, result.unknown = 1, [root.path]
         return result
-    in_bucket = root.kind is RootKind.DATA and _BUCKET_DIR.match(root.path.rsplit("/", 1)[-1]) is not None \
-        and not root.keys
-    _scan(file_io, root.path, root.kind, root.keys, keep, cutoff_millis, result, in_bucket=in_bucket)
+    _scan(file_io, root.path, root.kind, root.keys, keep, cutoff_millis, result, in_bucket=root.in_bucket)
     return result
 
 

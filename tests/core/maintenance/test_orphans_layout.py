@@ -73,6 +73,24 @@ def test_live_files_of_every_layout_survive_and_unknown_places_are_left_alone(ca
     assert states(t) == before
 
 
+def test_a_path_directory_named_like_a_bucket_is_not_taken_for_one(catalog):
+    """The layout says where buckets are, not a directory's name: with ``data-file.path-directory``
+    set to ``bucket-0`` the buckets are ``bucket-0/bucket-<n>``; a file directly in ``bucket-0`` is
+    in no known place."""
+    t = catalog.create_table("db.b", SCHEMA, primary_keys=["id", "dt"],
+                             options={"bucket": "1", "data-file.path-directory": "bucket-0"})
+    t.write(pa.table({"id": [1, 2], "v": ["a", "b"], "dt": ["d1", "d2"]}, schema=SCHEMA))
+    root = Path(t.path)
+    assert list(root.glob("bucket-0/bucket-0/data-*"))
+    live = live_files(root)
+    stray = plant(root / "bucket-0" / "bucket-0" / "data-stray.parquet")
+    beside = plant(root / "bucket-0" / "data-beside-the-buckets.parquet")
+    now = time.time()
+    plan = t.remove_orphan_files(older_than_millis=0, clock=lambda: now + LATER)
+    assert list(plan.orphans) == [stray] and list(plan.unknown_files) == [beside]
+    assert live_files(root) == live | {beside}
+
+
 def test_the_postpone_bucket_directory_is_a_known_place(catalog):
     t = catalog.create_table("db.p", SCHEMA, partition_keys=["dt"], options={"bucket": "-1"})
     root = Path(t.path)
