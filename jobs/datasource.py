@@ -29,11 +29,14 @@ from ``checkpointLocation`` (or ``commit-user``): a replayed micro-batch commits
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 import pickle
-from collections.abc import Iterator, Mapping
+import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -47,13 +50,12 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from paimonflow.core.errors import InvalidArgumentError, UnsupportedError
+from paimonflow.core.errors import InvalidArgumentError, PaimonflowError, UnsupportedError
 from paimonflow.core.meta.capabilities import Operation
 from paimonflow.core.options.core import CoreOptions
 from paimonflow.core.read.incremental import ROWKIND
 
 from .location import TableLocation, location_from_options
-from .predicates import to_predicate
 from .splits import DEFAULT_PARALLELISM, SplitPacking
 
 if TYPE_CHECKING:
@@ -61,6 +63,48 @@ if TYPE_CHECKING:
 
 FORMAT = "paimonflow"
 DEFAULT_SEQUENCE_STRIDE = 65536
+
+
+# -- errors in one line --------------------------------------------------------------------------
+# Spark reports an exception raised in a Python data source with the worker's traceback, unless
+# SPARK_HIDE_TRACEBACK is set in the worker (what spark.sql.execution.pyspark.udf.hideTraceback
+# sets for the whole session). A paimonflow error is a user's mistake told in its one line, so the
+# data source sets it in its own worker for that error only, and puts the worker's setting back
+# whenever the data source runs again (a worker may be reused for a user's function after).
+
+_HIDE = "SPARK_HIDE_TRACEBACK"
+_HIDE_GIVEN = os.environ.get(_HIDE)
+F = TypeVar("F", bound=Callable)
+
+
+def _restore_traceback_setting() -> None:
+    if _HIDE_GIVEN is None:
+        os.environ.pop(_HIDE, None)
+    else:
+        os.environ[_HIDE] = _HIDE_GIVEN
+
+
+def one_line(function: F) -> F:
+    """``function`` reporting a paimonflow error to Spark as its one line, with no traceback."""
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        _restore_traceback_setting()
+        try:
+            return function(*args, **kwargs)
+        except PaimonflowError:
+            os.environ[_HIDE] = "1"
+            raise
+    return wrapper  # type: ignore[return-value]
+
+
+def _read_one_line(read: Callable[..., Iterator], *args) -> Iterator:
+    """The batches of ``read(*args)``, a paimonflow error reported as by :func:`one_line`."""
+    _restore_traceback_setting()
+    try:
+        yield from read(*args)
+    except PaimonflowError:
+        os.environ[_HIDE] = "1"
+        raise
 
 
 def _flag(options: Mapping[str, str], key: str) -> bool:
@@ -75,13 +119,9 @@ def _first(options: Mapping[str, str], *keys: str) -> str | None:
 
 
 class PaimonflowDataSource(DataSource):
-    """The data source. Its reader does not take Spark's filters (Spark refuses, with
-    ``DATA_SOURCE_PUSHDOWN_DISABLED``, a Python reader that takes filters while
-    ``spark.sql.python.filterPushdown.enabled`` is off, the default): this is what any session
-    finds installed (``pyspark_paimonflow``), and every read works. :func:`register` puts
-    :class:`PaimonflowPushdownDataSource` in its place on a session with the setting on."""
+    """The data source. It takes no filters from Spark (see :class:`PaimonflowReader`);
+    ``partitions`` and ``columns`` options (or a schema with fewer columns) read less."""
 
-    pushdown: ClassVar[bool] = False
     parallelism: ClassVar[int] = DEFAULT_PARALLELISM  # the session's, in the class :func:`register` makes
 
     @classmethod
@@ -100,32 +140,40 @@ class PaimonflowDataSource(DataSource):
     def _table(self):
         return self.location.open()
 
+    @one_line
     def schema(self):
         table = self._table()
         arrow = table.read_schema(**_travel(self.options)).arrow_schema()  # time travel: the snapshot's columns
+        columns = _columns(self.options)
+        if columns is not None:
+            unknown = [c for c in columns if c not in arrow.names]
+            if unknown:
+                raise InvalidArgumentError(f"the columns option names {unknown}, which table "
+                                           f"{table.identifier!r} does not have; its columns are {arrow.names}")
+            arrow = pa.schema([arrow.field(c) for c in columns])
         if _flag(self.options, "with-rowkind") or _first(self.options, "incremental-between"):
             arrow = arrow.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
         return from_arrow_schema(arrow)
 
+    @one_line
     def reader(self, schema):
-        kind = PaimonflowPushdownReader if self.pushdown else PaimonflowReader
-        return kind(self.location, self.options, schema, parallelism=self.parallelism)
+        return PaimonflowReader(self.location, self.options, schema, parallelism=self.parallelism)
 
     def streamReader(self, schema):
-        return PaimonflowStreamReader(self.location, self.options, schema, parallelism=self.parallelism)
+        try:
+            return PaimonflowStreamReader(self.location, self.options, schema, parallelism=self.parallelism)
+        except PaimonflowError as exc:
+            # PySpark 4.3's stream runner hides an error raised here behind its own (it stops a
+            # reader it never got): the error is raised by the first call Spark makes instead
+            return _RefusedStreamReader(exc)
 
+    @one_line
     def writer(self, schema, overwrite: bool):
         return PaimonflowWriter(self.location, self.options, overwrite, schema)
 
+    @one_line
     def streamWriter(self, schema, overwrite: bool):
         return PaimonflowStreamWriter(self.location, self.options, overwrite, schema)
-
-
-class PaimonflowPushdownDataSource(PaimonflowDataSource):
-    """The data source whose batch reader prunes partitions and files by Spark's filters (needs
-    ``spark.sql.python.filterPushdown.enabled=true``)."""
-
-    pushdown: ClassVar[bool] = True
 
 
 def _travel(options: Mapping[str, str]) -> dict:
@@ -145,22 +193,81 @@ def _travel(options: Mapping[str, str]) -> dict:
     return out
 
 
+def _columns(options: Mapping[str, str]) -> list[str] | None:
+    """The ``columns`` option (``"id,v"``): the columns to read, None when not given."""
+    text = _first(options, "columns")
+    if text is None:
+        return None
+    columns = [c.strip() for c in text.split(",") if c.strip()]
+    if not columns:
+        raise InvalidArgumentError(f"the columns option must name columns (\"id,v\"), not {text!r}")
+    return columns
+
+
+def _partition_filter(table, text: str | None):
+    """The ``partitions`` option (``"dt=2026-11-21,hh=10;dt=2026-11-22"``, ``;`` for or, as Paimon's
+    procedures take it) as a predicate on the partition columns, None when not given."""
+    if text is None:
+        return None
+    from paimonflow.core.data.partition import parse_partition_value
+    from paimonflow.core.errors import SchemaError
+    from paimonflow.core.predicate import col
+
+    from .write import partition_spec
+
+    arrow = table.arrow_schema
+    chosen = None
+    for spec_text in text.split(";"):
+        spec = partition_spec(spec_text.strip())
+        if not spec:
+            raise InvalidArgumentError(f"the partitions option {text!r} must be k=v[,k2=v2][;k=v...]")
+        outside = sorted(set(spec) - set(table.partition_keys))
+        if outside:
+            raise SchemaError(f"the partitions option names {outside}, which are not partition columns of "
+                              f"{table.identifier!r} (its partition keys are {list(table.partition_keys)})")
+        one = None
+        for key, value_text in spec.items():
+            value = parse_partition_value(value_text, arrow.field(key).type, key=key,
+                                          default_name=table.options.partition_default_name)
+            term = col(key).is_null() if value is None else col(key) == value
+            one = term if one is None else one & term
+        chosen = one if chosen is None else chosen | one
+    return chosen
+
+
 # -- reading -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class SplitPartition(InputPartition):
-    """Splits of a snapshot (``kind="splits"``) or the changes of one snapshot (``"changes"``)."""
+    """Splits of a snapshot (``kind="splits"``: ``slot`` of ``slots``), the changes of one
+    snapshot (``"changes:<mode>"``), a diff (``"diff"``) or merged changes (``"net"``)."""
 
     kind: str
-    payload: bytes  # the pickled list of core Splits, for "splits"
+    payload: bytes  # the pickled list of core Splits, for "splits" and "net"
     snapshot_id: int
+    slot: int = 0
 
 
-def _split_partitions(packing: SplitPacking, splits: list, snapshot_id: int) -> list[SplitPartition]:
-    """The Spark partitions reading ``splits`` of snapshot ``snapshot_id``, packed by ``packing``."""
+def _split_partitions(packing: SplitPacking, splits: list, snapshot_id: int, *, kind: str = "splits",
+                      slots: int = 0) -> list[SplitPartition]:
+    """The Spark partitions reading ``splits`` of snapshot ``snapshot_id``, packed by ``packing``
+    (at least ``slots`` partitions: the empty ones read what later snapshots add)."""
     groups = packing.pack(splits, [sum(f.file_size for f in s.files) for s in splits], [len(s.files) for s in splits])
-    return [SplitPartition("splits", pickle.dumps(g), snapshot_id) for g in groups]
+    groups += [[] for _ in range(slots - len(groups))]
+    return [SplitPartition(kind, pickle.dumps(g), snapshot_id, slot) for slot, g in enumerate(groups)]
+
+
+def _bucket_key(split) -> tuple:
+    return (split.partition, split.bucket)
+
+
+def _slot_of(key: tuple, planned: Mapping[tuple, int], slots: int) -> int:
+    """The Spark partition that reads bucket ``key``: the one that read it in the plan, else one
+    chosen by a hash of the key that every task computes alike."""
+    if key in planned:
+        return planned[key]
+    return zlib.crc32(repr(key).encode()) % slots
 
 
 def _target_schema(spark_schema) -> pa.Schema:
@@ -177,8 +284,17 @@ def _conformed(batch: pa.RecordBatch | pa.Table, schema: pa.Schema) -> Iterator[
 
 class PaimonflowReader(DataSourceReader):
     """Batch reads of one snapshot, or with ``incremental-between=start,end`` the changes after
-    snapshot ``start`` up to ``end`` (``rowkind`` first; ``incremental-between-scan-mode`` auto,
-    changelog, delta or diff): one Spark partition per snapshot, or one for ``diff``."""
+    snapshot ``start`` up to ``end`` (see docs/spark.md for what each scan mode returns).
+
+    PySpark 4.3 plans a Python data source once per DataFrame or view and runs that plan again for
+    every later action on it (the reader and its partitions are kept by the JVM; a query with
+    pushable filters replaces them, and the next query without filters reuses the replacement).
+    So nothing a query decides may live in the plan: this reader takes no filters from Spark
+    (Spark filters the rows itself) and an unpinned read follows the table: each task checks the
+    latest snapshot when it starts and, if the table moved since the plan, plans that snapshot
+    itself and reads the buckets of its slot (each bucket in the slot that read it in the plan,
+    new buckets by a hash of their partition and bucket). A read pinned by ``snapshot-id``,
+    ``tag``, ``timestamp-millis`` or ``incremental-between`` reads what was planned."""
 
     def __init__(self, location: TableLocation, options: Mapping[str, str], schema, *,
                  parallelism: int = DEFAULT_PARALLELISM) -> None:
@@ -188,51 +304,71 @@ class PaimonflowReader(DataSourceReader):
         self.with_rowkind = ROWKIND in self.target.names and (
             _flag(options, "with-rowkind") or self.between is not None)
         self.columns = [n for n in self.target.names if n != ROWKIND or not self.with_rowkind]
-        self.predicate: Predicate | None = None
         table = location.open()
         table.capabilities.require(Operation.READ)  # on the driver, before Spark plans anything
         travel = _travel(self.options)
+        self.follows_latest = not travel and self.between is None
         self.read_schema = table.read_schema(**travel)  # a time-travel read: the snapshot's own schema
         unknown = [c for c in self.columns if c not in self.read_schema.arrow_schema().names]
         if unknown:
             raise InvalidArgumentError(f"the schema names columns {unknown} that table {location.identifier!r} "
                                        "does not have")
+        self.predicate: Predicate | None = _partition_filter(table, _first(self.options, "partitions"))
         self.location = location.pinned(table.schema.id)
         self.packing = SplitPacking.from_options({**table.options.raw, **self.options}, parallelism)
-        self.snapshot_id = self._resolve(table)
+        snapshot = table.resolve_snapshot(**travel)
+        self.snapshot_id = None if snapshot is None else snapshot.id
+        self.planned: dict[tuple, int] = {}  # bucket -> the slot that reads it, for reads that follow the table
+        self.slots = 0
         if self.between is not None:
             start, end, mode = self.between
             if not 0 <= start < end:
                 raise InvalidArgumentError(f"incremental-between needs 0 <= start < end, got {start},{end}")
-            if mode == "auto":
-                from paimonflow.core.options.registry import ChangelogProducer
+            from paimonflow.core.read.incremental import batch_mode
 
-                mode = ("changelog" if table.options.changelog_producer is not ChangelogProducer.NONE
-                        else "diff" if table.primary_keys else "delta")
+            mode = batch_mode(table, mode)
+            if mode == "diff" and not table.primary_keys:
+                raise InvalidArgumentError("incremental-between-scan-mode diff needs a primary-key table")
             self.between = (start, end, mode)
+        self._parts = self._plan(table)
 
-    def _resolve(self, table) -> int | None:
-        snapshot = table.resolve_snapshot(**_travel(self.options))
-        return None if snapshot is None else snapshot.id
-
-    def partitions(self):
+    def _plan(self, table) -> list[SplitPartition]:
         if self.between is not None:
             start, end, mode = self.between
             if mode == "diff":
                 return [SplitPartition("diff", pickle.dumps((start, end)), end)]
-            return [SplitPartition(f"changes:{mode}", b"", sid) for sid in range(start + 1, end + 1)]
-        if self.snapshot_id is None:
-            return [SplitPartition("empty", b"", 0)]
-        table = self.location.open()
+            if self.with_rowkind:  # every change, in commit order: one partition per snapshot
+                return [SplitPartition(f"changes:{mode}", b"", sid) for sid in range(start + 1, end + 1)]
+            from paimonflow.core.read.incremental import net_splits
+
+            splits = net_splits(table, start, end, mode)
+            return _split_partitions(self.packing, splits, end, kind="net") or [SplitPartition("empty", b"", end)]
+        splits = [] if self.snapshot_id is None else table.plan(filter=self._plan_filter(table),
+                                                                snapshot_id=self.snapshot_id)
+        if not self.follows_latest:
+            return _split_partitions(self.packing, splits, self.snapshot_id or 0) or [SplitPartition("empty", b"", 0)]
+        parts = _split_partitions(self.packing, splits, self.snapshot_id or 0, slots=self.packing.parallelism)
+        self.slots = len(parts)
+        self.planned = {_bucket_key(s): part.slot for part in parts for s in pickle.loads(part.payload)}
+        return parts
+
+    def partitions(self):
+        return self._parts
+
+    def __getstate__(self) -> dict:
+        # the reader travels to every task; the plan travels in each task's own partition
+        return {k: v for k, v in self.__dict__.items() if k != "_parts"}
+
+    def _plan_filter(self, table):
         # splits are planned with the table's schema; a filter names the read schema's columns,
-        # so a time-travel read under another schema is planned without it (Spark still filters)
-        same = self.read_schema.id == table.schema.id
-        splits = table.plan(filter=self.predicate if same else None, snapshot_id=self.snapshot_id)
-        return _split_partitions(self.packing, splits, self.snapshot_id) or [
-            SplitPartition("empty", b"", self.snapshot_id)]
+        # so a time-travel read under another schema is planned without it (it still filters rows)
+        return self.predicate if self.read_schema.id == table.schema.id else None
 
     def read(self, partition: InputPartition):
         assert isinstance(partition, SplitPartition)  # Spark hands back what partitions() made
+        yield from _read_one_line(self._read, partition)
+
+    def _read(self, partition: SplitPartition) -> Iterator[pa.RecordBatch]:
         if partition.kind == "empty":
             return
         table = self.location.open()
@@ -244,31 +380,36 @@ class PaimonflowReader(DataSourceReader):
             if rows.num_rows:
                 yield from _conformed(rows, self.target)
             return
+        if partition.kind == "net":
+            from paimonflow.core.read.incremental import read_net
+
+            for split in pickle.loads(partition.payload):
+                rows = read_net(table, split, self.columns)
+                if rows.num_rows:
+                    yield from _conformed(rows, self.target)
+            return
+        splits = pickle.loads(partition.payload)
+        if self.follows_latest:
+            splits = self._current_splits(table, partition, splits)
         reader = table.split_reader(self.read_schema, CoreOptions.from_map(self.read_schema.options))
-        for batch in reader.read_batches(pickle.loads(partition.payload), columns=self.columns, predicate=self.predicate):
+        for batch in reader.read_batches(splits, columns=self.columns, predicate=self.predicate):
             if self.with_rowkind:
                 batch = _with_insert_kind(batch)
             yield from _conformed(batch, self.target)
 
+    def _current_splits(self, table, partition: SplitPartition, planned: list) -> list:
+        """This slot's splits of the latest snapshot: the planned ones while the table has not
+        moved since the plan, else planned again from the latest snapshot."""
+        latest = table.snapshot_manager.latest()
+        if latest is None or latest.id == partition.snapshot_id:
+            return planned if latest is not None else []
+        if latest.schema_id != self.read_schema.id:
+            from paimonflow.core.errors import SchemaError
 
-class PaimonflowPushdownReader(PaimonflowReader):
-    """:class:`PaimonflowReader` taking Spark's filters to prune partitions and files."""
-
-    def pushFilters(self, filters):
-        from paimonflow.core.data.conversion import bind_predicate, field_types
-        from paimonflow.core.errors import SchemaError
-
-        arrow, types = self.read_schema.arrow_schema(), field_types(self.read_schema.fields)
-        for spark_filter in filters:
-            predicate = to_predicate(spark_filter)
-            if predicate is not None:
-                try:
-                    predicate = bind_predicate(predicate, arrow, types)
-                except SchemaError:  # a value the column's type cannot hold exactly: not pruned by it
-                    predicate = None
-            if predicate is not None:
-                self.predicate = predicate if self.predicate is None else self.predicate & predicate
-            yield spark_filter  # pruning only: Spark still applies every filter to the rows
+            raise SchemaError(f"the schema of table {self.location.identifier!r} changed (schema {self.read_schema.id} "
+                              f"to {latest.schema_id}) since this DataFrame or view was planned: load it again")
+        return [s for s in table.plan(filter=self.predicate, snapshot_id=latest.id)
+                if _slot_of(_bucket_key(s), self.planned, self.slots) == partition.slot]
 
 
 def _between(options: Mapping[str, str]) -> tuple[int, int, str] | None:
@@ -313,6 +454,7 @@ class PaimonflowStreamReader(DataSourceStreamReader):
         self.consumer_id = _first(self.options, "consumer-id")
         self.max_snapshots = int(self.options.get("max-snapshots-per-trigger", 100))
 
+    @one_line
     def initialOffset(self) -> dict:
         from paimonflow.core.read.stream import StreamingScan
 
@@ -324,12 +466,14 @@ class PaimonflowStreamReader(DataSourceStreamReader):
                              timestamp_millis=int(millis) if millis else None, consumer_id=self.consumer_id)
         return {"next": int(scan.next_snapshot or 1), "full": int(scan.full_snapshot or 0)}
 
+    @one_line
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
         start = start or self.initialOffset()
         latest = self.location.open().snapshot_manager.latest_id() or 0
         nxt = min(latest + 1, start["next"] + self.max_snapshots)
         return {"next": max(nxt, start["next"]), "full": 0}
 
+    @one_line
     def partitions(self, start: dict, end: dict):
         out = []
         table = self.location.open()
@@ -340,6 +484,9 @@ class PaimonflowStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition):
         assert isinstance(partition, SplitPartition)  # Spark hands back what partitions() made
+        yield from _read_one_line(self._read, partition)
+
+    def _read(self, partition: SplitPartition) -> Iterator[pa.RecordBatch]:
         table = self.location.open()
         if partition.kind == "splits":
             for batch in table.split_reader().read_batches(pickle.loads(partition.payload), columns=self.columns):
@@ -362,9 +509,32 @@ class PaimonflowStreamReader(DataSourceStreamReader):
         if rows.num_rows:
             yield from _conformed(rows, self.target)
 
+    @one_line
     def commit(self, end: dict) -> None:
         if self.consumer_id is not None:
             self.location.open().consumer_manager.record(self.consumer_id, int(end["next"]))
+
+
+class _RefusedStreamReader(DataSourceStreamReader):
+    """A stream reader that could not be made: every call raises its error."""
+
+    def __init__(self, error: PaimonflowError) -> None:
+        self.error = error
+
+    @one_line
+    def initialOffset(self) -> dict:
+        raise self.error
+
+    @one_line
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+        raise self.error
+
+    @one_line
+    def partitions(self, start: dict, end: dict):
+        raise self.error
+
+    def read(self, partition: InputPartition):
+        raise self.error
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -455,9 +625,11 @@ class PaimonflowWriter(DataSourceArrowWriter):
         _overwrite_spec(table, options, overwrite)  # a bad partition spec fails before any task runs
         self.location, self.options, self.overwrite = location.pinned(table.schema.id), dict(options), overwrite
 
+    @one_line
     def write(self, iterator):
         return _task_write(self.location, self.options, self.overwrite, iterator)
 
+    @one_line
     def commit(self, messages) -> None:
         identifier = _first(self.options, "commit-identifier")
         _commit(self.location, self.options, self.overwrite, messages, commit_user=_first(self.options, "commit-user"),
@@ -488,9 +660,11 @@ class PaimonflowStreamWriter(DataSourceStreamArrowWriter):
         self.location, self.options, self.overwrite = location.pinned(table.schema.id), dict(options), overwrite
         self.commit_user = stream_commit_user(self.options, location)
 
+    @one_line
     def write(self, iterator):
         return _task_write(self.location, self.options, self.overwrite, iterator)
 
+    @one_line
     def commit(self, messages, batchId: int) -> None:
         _commit(self.location, self.options, self.overwrite, messages, commit_user=self.commit_user,
                 identifier=int(batchId))

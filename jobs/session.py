@@ -6,7 +6,7 @@ master and settings come from the submit command and are never overridden. A Spa
 (``--master sc://host:port``, or ``SPARK_REMOTE``) gives a Spark Connect session. Only a job run as
 a plain Python program with nothing given builds a session on ``local[2]``, with settings fit for
 one machine (no UI, UTC, a few shuffle partitions). Every session gets the settings the jobs rely
-on (Arrow, Python data source filter pushdown) and the ``paimonflow`` data source.
+on (Arrow) and the ``paimonflow`` data source.
 
 ``cancellable(spark, label)`` tags the Spark work started inside it with a fresh session tag and
 interrupts it when the caller is interrupted (a signal, an Airflow ``on_kill``, a Dagster run
@@ -30,7 +30,6 @@ DEFAULT_MASTER = "local[2]"
 
 REQUIRED_CONF: dict[str, str] = {  # set on every session a job runs on (runtime SQL settings)
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.sql.python.filterPushdown.enabled": "true",
 }
 
 LOCAL_CONF: dict[str, str] = {  # a session built here for one machine; a submitted job keeps its own
@@ -107,17 +106,14 @@ def launched_by_spark() -> bool:
 
 
 def register(spark) -> None:
-    """Register the ``paimonflow`` data source on ``spark`` (idempotent): the one that prunes by
-    Spark's filters when ``spark.sql.python.filterPushdown.enabled`` is on, else the one that
-    reads without them. An installed paimonflow is found by any session without this call
-    (``pyspark_paimonflow``), without pruning."""
-    from .datasource import PaimonflowDataSource, PaimonflowPushdownDataSource
+    """Register the ``paimonflow`` data source on ``spark`` (idempotent), with the session's
+    parallelism (a data source sees no session). An installed paimonflow is found by any session
+    without this call (``pyspark_paimonflow``), with a parallelism of 8."""
+    from .datasource import PaimonflowDataSource
 
-    pushdown = str(spark.conf.get("spark.sql.python.filterPushdown.enabled", "false")).lower() == "true"
-    base = PaimonflowPushdownDataSource if pushdown else PaimonflowDataSource
-    # the session's parallelism travels in the registered class (a data source sees no session)
-    spark.dataSource.register(type(base.__name__, (base,), {"parallelism": default_parallelism(spark),
-                                                            "__module__": base.__module__}))
+    spark.dataSource.register(type(PaimonflowDataSource.__name__, (PaimonflowDataSource,),
+                                   {"parallelism": default_parallelism(spark),
+                                    "__module__": PaimonflowDataSource.__module__}))
 
 
 _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")

@@ -9,6 +9,12 @@
   ``end``: a new key ``+I``, a changed one ``-U``/``+U``, a removed one ``-D``;
 * ``auto`` (default): ``changelog`` with a changelog producer, else ``diff`` for primary-key
   tables and ``delta`` for append tables.
+
+:func:`net_splits` and :func:`read_net` are Paimon's batch ``incremental-between`` read (what its
+engines return for a batch query without row kinds): the files of the range (``delta``: APPEND
+snapshots only; ``changelog``: every snapshot but OVERWRITE ones) grouped by bucket and merged per
+key by sequence number with the table's merge engine; retractions (-U, -D) are dropped. A key
+changed twice in the range gives one row, its last value; a key deleted in the range gives none.
 """
 
 from __future__ import annotations
@@ -55,36 +61,89 @@ def read_changes(table, start: int, end: int, *, mode: str = "auto",
         if not table.primary_keys:
             raise InvalidArgumentError("diff mode needs a primary-key table")
         return _diff(table, reader, manager.snapshot(start) if start else None, manager.snapshot(end), wanted)
-    partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
     parts = []
+    for split in _changed_files(table, start, end, mode, overwrites=True):
+        (data_file,) = split.files
+        if table.primary_keys:
+            rows = reader._read_file(split, data_file, wanted, system=[df.VALUE_KIND])
+            kinds = rows.column(df.VALUE_KIND).to_numpy()
+            rows = rows.drop_columns([df.VALUE_KIND])
+        else:
+            rows = reader._read_file(split, data_file, wanted)
+            kinds = np.zeros(rows.num_rows, dtype=np.int8)
+        parts.append(with_kinds(rows.select(wanted), kinds))
+    if not parts:
+        return with_kinds(reader.output_schema(wanted).empty_table(), np.zeros(0, np.int8))
+    return pa.concat_tables(parts)
+
+
+def _changed_files(table, start: int, end: int, mode: str, *, overwrites: bool) -> list[Split]:
+    """One single-file split per file the snapshots in ``(start, end]`` added, in commit order:
+    their changelog files (``changelog``) or the data files APPEND snapshots added (``delta``;
+    OVERWRITE snapshots too when ``overwrites``; compactions add no change). OVERWRITE snapshots
+    carry no changelog when ``overwrites`` is off, as in Paimon's batch read."""
     from ..meta.changelogs import ChangelogManager
 
+    manager, mio = table.snapshot_manager, table.manifest_io
+    partition_types = [table.arrow_schema.field(k).type for k in table.partition_keys]
     changelogs = ChangelogManager(table.file_io, table.path, table.branch)
+    delta_kinds = (CommitKind.APPEND, CommitKind.OVERWRITE) if overwrites else (CommitKind.APPEND,)
+    out = []
     for sid in range(start + 1, end + 1):
         # below the earliest snapshot, a decoupled table keeps changelog/changelog-<id>
         snapshot = manager.try_snapshot(sid) or changelogs.try_changelog(sid) or manager.snapshot(sid)
         if mode == "changelog":
-            entries = table.manifest_io.changelog_entries(snapshot)
-        elif snapshot.commit_kind in (CommitKind.APPEND, CommitKind.OVERWRITE):
-            mio = table.manifest_io
+            if not overwrites and snapshot.commit_kind is CommitKind.OVERWRITE:
+                continue
+            entries = mio.changelog_entries(snapshot)
+        elif snapshot.commit_kind in delta_kinds:
             entries = [e for m in mio.manifest_list(snapshot.delta_manifest_list) for e in mio.manifest_entries(m.file_name)
                        if e.kind is FileKind.ADD]
         else:
             continue
-        for e in entries:
-            split = Split(partition=tuple(deserialize_row(e.partition, partition_types)), bucket=e.bucket,
-                          total_buckets=e.total_buckets, files=(e.file,))
-            if table.primary_keys:
-                rows = reader._read_file(split, e.file, wanted, system=[df.VALUE_KIND])
-                kinds = rows.column(df.VALUE_KIND).to_numpy()
-                rows = rows.drop_columns([df.VALUE_KIND])
-            else:
-                rows = reader._read_file(split, e.file, wanted)
-                kinds = np.zeros(rows.num_rows, dtype=np.int8)
-            parts.append(with_kinds(rows.select(wanted), kinds))
-    if not parts:
-        return with_kinds(reader.output_schema(wanted).empty_table(), np.zeros(0, np.int8))
-    return pa.concat_tables(parts)
+        out += [Split(partition=tuple(deserialize_row(e.partition, partition_types)), bucket=e.bucket,
+                      total_buckets=e.total_buckets, files=(e.file,)) for e in entries]
+    return out
+
+
+def batch_mode(table, mode: str) -> str:
+    """Paimon's ``incremental-between-scan-mode`` for a batch read: ``auto`` is ``changelog`` with
+    a changelog producer, else ``delta``."""
+    if mode == "auto":
+        return "changelog" if table.options.changelog_producer is not ChangelogProducer.NONE else "delta"
+    if mode not in ("changelog", "delta", "diff"):
+        raise InvalidArgumentError(f"unknown incremental-between-scan-mode {mode!r}: auto, changelog, delta or diff")
+    return mode
+
+
+def net_splits(table, start: int, end: int, mode: str = "auto") -> list[Split]:
+    """The splits of Paimon's batch ``incremental-between`` read of ``(start, end]`` in ``mode``
+    (``changelog`` or ``delta``, or ``auto``): per (partition, bucket), the files of the range;
+    read each with :func:`read_net`."""
+    if start >= end or start < 0:
+        raise InvalidArgumentError(f"incremental-between needs 0 <= start < end, got {start},{end}")
+    mode = batch_mode(table, mode)
+    if mode == "diff":
+        raise InvalidArgumentError("the diff scan mode compares two snapshots; it has no files to merge")
+    grouped: dict[tuple, list[Split]] = {}
+    for split in _changed_files(table, start, end, mode, overwrites=False):
+        grouped.setdefault((split.partition, split.bucket), []).append(split)
+    return [Split(partition=partition, bucket=bucket, total_buckets=splits[0].total_buckets,
+                  files=tuple(sorted((s.files[0] for s in splits),
+                                     key=lambda f: (f.min_sequence_number, f.max_sequence_number))))
+            for (partition, bucket), splits in grouped.items()]
+
+
+def read_net(table, split: Split, columns: Sequence[str] | None = None) -> pa.Table:
+    """One split of :func:`net_splits`: a primary-key table's rows merged per key (the newest by
+    sequence number, through the merge engine), retractions dropped; an append table's rows."""
+    reader = table.split_reader()
+    wanted = list(columns) if columns is not None else list(table.arrow_schema.names)
+    expected = reader.output_schema(wanted)
+    if not table.primary_keys:
+        return reader.read_split(split, columns=wanted, merge=False)
+    rows = reader.merge_files(split, wanted, drop_retractions=True).select(wanted)
+    return rows if rows.schema == expected else rows.cast(expected)
 
 
 def _diff(table, reader, before, after, wanted: list[str]) -> pa.Table:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import glob
 import os
+import pickle
 
 import pyarrow as pa
 import pytest
 
-from paimonflow.core import Catalog, col
+from paimonflow.core import Catalog
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string()),
                     pa.field("dt", pa.string(), nullable=False)])
@@ -68,22 +69,51 @@ def test_small_splits_are_packed_into_as_many_partitions_as_the_session_runs_at_
         reader(spark, catalog).option("source.split.target-size", "lots").load("db.many").collect()
 
 
-def test_projection_filters_and_partition_pruning(spark, catalog, table):
+def test_projection_by_schema_or_columns_and_partition_pruning_by_option(spark, catalog, table):
     projected = reader(spark, catalog).schema("id long, dt string").load("db.t")
     assert as_set(projected.collect()) == {(r[0], r[2]) for r in core_set(table)}
-    only_x = reader(spark, catalog).load("db.t").filter("dt = 'x' and id >= 2")
-    assert as_set(only_x.collect()) == {r for r in core_set(table) if r[2] == "x" and r[0] >= 2}
-    # the pushed filters prune whole partitions: only dt=x splits are planned
-    from pyspark.sql.datasource import EqualTo
-
-    from paimonflow.jobs.datasource import PaimonflowPushdownReader
+    by_option = reader(spark, catalog).option("columns", "dt, id").load("db.t")
+    assert by_option.columns == ["dt", "id"]
+    assert as_set(by_option.collect()) == {(r[2], r[0]) for r in core_set(table)}
+    only_x = reader(spark, catalog).option("partitions", "dt=x").load("db.t")
+    assert as_set(only_x.collect()) == {r for r in core_set(table) if r[2] == "x"}
+    either = reader(spark, catalog).option("partitions", "dt=x;dt=y").load("db.t")
+    assert as_set(either.collect()) == core_set(table)
+    # the option prunes the plan: only dt=x splits are read
+    from paimonflow.jobs.datasource import PaimonflowReader
     from paimonflow.jobs.location import TableLocation
 
-    r = PaimonflowPushdownReader(TableLocation(catalog.warehouse, "db.t"), {}, projected.schema)
-    assert len(r.partitions()) == len(table.plan())
-    left = list(r.pushFilters([EqualTo(("dt",), "x")]))
-    assert len(left) == 1  # Spark still applies it to the rows
-    assert 0 < len(r.partitions()) < len(table.plan())
+    whole = PaimonflowReader(TableLocation(catalog.warehouse, "db.t"), {}, projected.schema)
+    pruned = PaimonflowReader(TableLocation(catalog.warehouse, "db.t"), {"partitions": "dt=x"}, projected.schema)
+    planned = [len(pickle.loads(p.payload)) for p in pruned.partitions()]
+    assert sum(planned) == len([s for s in table.plan() if s.partition == ("x",)]) < len(table.plan())
+    assert sum(len(pickle.loads(p.payload)) for p in whole.partitions()) == len(table.plan())
+
+
+def test_a_filtered_query_does_not_change_the_answer_of_a_later_query_on_the_same_dataframe(spark, catalog, table):
+    """PySpark 4.3 keeps the plan of a query with pushable filters and runs it again for the next
+    query of the same DataFrame without filters: a plan pruned by those filters lost rows."""
+    df = reader(spark, catalog).load("db.t")
+    everything = core_set(table)
+    assert df.filter("dt = 'x'").count() == len([r for r in everything if r[2] == "x"]) < len(everything)
+    assert df.count() == len(everything)
+    assert as_set(df.collect()) == everything
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("dt=x,v=a", r"\['v'\], which are not partition columns"),
+    ("dt", r"must be k=v"),
+])
+def test_a_bad_partitions_option_is_one_typed_line(spark, catalog, table, option, message):
+    with pytest.raises(Exception, match=message) as raised:
+        reader(spark, catalog).option("partitions", option).load("db.t").collect()
+    assert "Traceback" not in str(raised.value)
+
+
+def test_a_bad_columns_option_names_the_columns(spark, catalog, table):
+    with pytest.raises(Exception, match=r"the columns option names \['nope'\]") as raised:
+        reader(spark, catalog).option("columns", "id,nope").load("db.t")
+    assert "Traceback" not in str(raised.value)
 
 
 def test_time_travel_by_snapshot_tag_and_timestamp(spark, catalog, table):
@@ -200,19 +230,6 @@ def test_columns_of_types_the_table_refuses_fail_before_any_task_writes(spark, c
     with pytest.raises(Exception, match=r"column 'id' holds int64 values that the table's type INT cannot hold"):
         overflow.write.format("paimonflow").option("warehouse", catalog.warehouse).mode("append").save("db.narrow")
     assert catalog.get_table("db.narrow").read().num_rows == 1
-
-
-def test_pushed_filters_whose_values_the_column_cannot_hold_are_not_used_to_prune(catalog, table):
-    from pyspark.sql.datasource import EqualTo
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    from paimonflow.jobs.datasource import PaimonflowPushdownReader
-    from paimonflow.jobs.location import TableLocation
-
-    pushed = PaimonflowPushdownReader(TableLocation(catalog.warehouse, "db.t"), {}, from_arrow_schema(SCHEMA))
-    filters = [EqualTo(("dt",), 5), EqualTo(("id",), 2)]
-    assert list(pushed.pushFilters(filters)) == filters  # Spark still applies both to the rows
-    assert pushed.predicate == table.bind(col("id") == 2)  # 5 is no STRING: it prunes nothing
 
 
 def test_streaming_read_picks_up_three_commits_and_records_consumer_progress(spark, catalog, table, tmp_path):
