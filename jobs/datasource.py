@@ -151,7 +151,7 @@ class PaimonflowDataSource(DataSource):
                 raise InvalidArgumentError(f"the columns option names {unknown}, which table "
                                            f"{table.identifier!r} does not have; its columns are {arrow.names}")
             arrow = pa.schema([arrow.field(c) for c in columns])
-        if _flag(self.options, "with-rowkind") or _first(self.options, "incremental-between"):
+        if _flag(self.options, "with-rowkind"):
             arrow = arrow.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
         return from_arrow_schema(arrow)
 
@@ -301,8 +301,7 @@ class PaimonflowReader(DataSourceReader):
         self.location, self.options = location, dict(options)
         self.target = _target_schema(schema)
         self.between = _between(self.options)
-        self.with_rowkind = ROWKIND in self.target.names and (
-            _flag(options, "with-rowkind") or self.between is not None)
+        self.with_rowkind = ROWKIND in self.target.names and _flag(options, "with-rowkind")
         self.columns = [n for n in self.target.names if n != ROWKIND or not self.with_rowkind]
         table = location.open()
         table.capabilities.require(Operation.READ)  # on the driver, before Spark plans anything
