@@ -376,6 +376,8 @@ class PaimonflowReader(DataSourceReader):
                 partition.snapshot_id - 1, partition.snapshot_id)
             mode = "diff" if partition.kind == "diff" else partition.kind.split(":", 1)[1]
             rows = table.read_changes(start, end, mode=mode, columns=self.columns)
+            if not self.with_rowkind:  # a batch read returns rows, not retractions
+                rows = _added(rows)
             if rows.num_rows:
                 yield from _conformed(rows, self.target)
             return
@@ -423,6 +425,13 @@ def _between(options: Mapping[str, str]) -> tuple[int, int, str] | None:
     if mode not in ("auto", "changelog", "delta", "diff"):
         raise InvalidArgumentError(f"unknown incremental-between-scan-mode {mode!r}: auto, changelog, delta or diff")
     return start, end, mode
+
+
+def _added(rows: pa.Table) -> pa.Table:
+    """The +I and +U rows of changes, without their ``rowkind``."""
+    import pyarrow.compute as pc
+
+    return rows.filter(pc.is_in(rows.column(ROWKIND), pa.array(["+I", "+U"]))).drop_columns([ROWKIND])
 
 
 def _with_insert_kind(batch: pa.RecordBatch) -> pa.Table:
@@ -502,9 +511,7 @@ class PaimonflowStreamReader(DataSourceStreamReader):
         mode = "changelog" if table.options.changelog_producer is not ChangelogProducer.NONE else "delta"
         rows = table.read_changes(partition.snapshot_id - 1, partition.snapshot_id, mode=mode, columns=self.columns)
         if not self.with_rowkind:
-            import pyarrow.compute as pc
-
-            rows = rows.filter(pc.is_in(rows.column(ROWKIND), pa.array(["+I", "+U"]))).drop_columns([ROWKIND])
+            rows = _added(rows)
         if rows.num_rows:
             yield from _conformed(rows, self.target)
 

@@ -80,3 +80,18 @@ def test_with_rowkind_returns_every_change_with_its_kind(spark, tmp_path):
            .option("with-rowkind", "true").load("db.t"))
     kinds = sorted((r["rowkind"], r["id"]) for r in got.collect())
     assert kinds == sorted([("+I", i) for i in range(10)] + [("+U", 1), ("+U", 2), ("+U", 3), ("-D", 7), ("-D", 8)])
+
+
+def test_diff_mode_without_rowkind_returns_the_new_values_only(spark, tmp_path):
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                 options={"bucket": "2"})
+    history(table)
+    read = (spark.read.format("paimonflow").option("warehouse", catalog.warehouse).option("incremental-between", "1,3")
+            .option("incremental-between-scan-mode", "diff"))
+    got = {r["id"]: (r["v"], r["n"]) for r in read.load("db.t").collect()}
+    assert got == {0: ("second", 10), 1: ("third", 0), 2: ("third", 0), 3: ("third", 0), 4: ("second", 14),
+                   5: ("second", 15), 6: ("second", 16), 9: ("second", 19)}
+    kinds = sorted((r["rowkind"], r["id"]) for r in read.option("with-rowkind", "true").load("db.t").collect())
+    assert kinds.count(("-U", 1)) == 1 and ("-D", 7) in kinds and len(kinds) == 2 * 8 + 2
