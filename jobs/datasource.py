@@ -225,12 +225,12 @@ def _partition_filter(table, text: str | None):
         if outside:
             raise SchemaError(f"the partitions option names {outside}, which are not partition columns of "
                               f"{table.identifier!r} (its partition keys are {list(table.partition_keys)})")
-        one = None
+        terms = []
         for key, value_text in spec.items():
             value = parse_partition_value(value_text, arrow.field(key).type, key=key,
                                           default_name=table.options.partition_default_name)
-            term = col(key).is_null() if value is None else col(key) == value
-            one = term if one is None else one & term
+            terms.append(col(key).is_null() if value is None else col(key) == value)
+        one = functools.reduce(lambda a, b: a & b, terms)
         chosen = one if chosen is None else chosen | one
     return chosen
 

@@ -2,10 +2,11 @@
 
 ``make dist`` runs in a copy of the repository's own files (``git ls-files``: nothing ignored, no
 ``build/`` left over from another build), with this interpreter as the venv's Python. The wheel
-must hold every file of the package folders under the names ``setup.cfg`` maps them to, and the
-entry points ``setup.cfg`` declares. Then a fresh venv (``python -m venv``) gets the wheel with its
-core dependencies only (no extra), and the installed ``paimonflow`` command runs end to end from a
-folder outside the repository; the sdist is installed over it and must give the same files.
+must hold every file of the package folders under the names ``setup.cfg`` maps them to, the entry
+points ``setup.cfg`` declares and ``setup.py``'s ``pyspark_paimonflow.pth``. Then a fresh venv
+(``python -m venv``) gets the wheel with its core dependencies only (no extra), its Python names
+itself ``PYSPARK_PYTHON``, and the installed ``paimonflow`` command runs end to end from a folder
+outside the repository; the sdist is installed over it and must give the same files.
 
 The fast tests check that the ``dagster`` extra carries what ``dagster dev`` needs.
 """
@@ -104,7 +105,8 @@ def test_the_wheel_holds_every_module_data_file_and_entry_point(built: Built) ->
         requirements = [Requirement(line.split(":", 1)[1].strip()) for line in
                         wheel.read(f"{info}/METADATA").decode().splitlines() if line.startswith("Requires-Dist:")]
     shipped = {n for n in names if not n.startswith(info + "/")}
-    expected = _expected_wheel_files(built.project_files)
+    # and setup.py's pyspark_paimonflow.pth: the venv's Python is the one Spark looks data sources up with
+    expected = _expected_wheel_files(built.project_files) | {"pyspark_paimonflow.pth"}
     assert shipped == expected, {"missing": sorted(expected - shipped), "unexpected": sorted(shipped - expected)}
     # what the code loads from beside itself, and the module PySpark discovers by its name
     for name in ("paimonflow/plugins/templates/table_health.html", "paimonflow/dags_examples/dg.toml",
@@ -139,7 +141,8 @@ def test_the_installed_wheel_runs_the_cli_and_the_sdist_installs(built: Built, t
     work = tmp_path / "work"  # outside the repository: nothing can be imported from the checkout
     work.mkdir()
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP") and not k.startswith("PAIMONFLOW_")}
+           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+           and not k.startswith(("PAIMONFLOW_", "PYSPARK_"))}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], work, env)
@@ -154,6 +157,11 @@ def test_the_installed_wheel_runs_the_cli_and_the_sdist_installs(built: Built, t
                  "(p,) = e(group='apache_airflow_provider', name='provider_info'); print(p.load()()['package-name'])"],
                 work, env)
     assert info.stdout.strip() == "paimonflow"
+    # started by its path, the venv's Python is the Python of the Spark it starts, unless one is named
+    spark_python = "import os; print(os.environ.get('PYSPARK_PYTHON'))"
+    assert _run([str(python), "-c", spark_python], work, env).stdout.strip() == str(python)
+    named = {**env, "PYSPARK_PYTHON": "/opt/python/bin/python3"}
+    assert _run([str(python), "-c", spark_python], work, named).stdout.strip() == "/opt/python/bin/python3"
 
     help_text = _run([str(cli), "--help"], work, env).stdout
     for verb in ("create-database", "create-table", "write", "read"):

@@ -100,6 +100,37 @@ def test_a_filtered_query_does_not_change_the_answer_of_a_later_query_on_the_sam
     assert as_set(df.collect()) == everything
 
 
+def test_a_dataframe_and_its_views_read_the_table_as_it_is_at_each_action(spark, catalog, table):
+    """Rows added to planned buckets and to buckets the plan never saw (a new partition), a
+    compaction, then an overwrite: every action on the same DataFrame and views reads exactly the
+    latest snapshot (each bucket by one task), a pinned read stays where it was."""
+    df = reader(spark, catalog).load("db.t")
+    df.createOrReplaceTempView("fresh_df")
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW fresh_sql USING paimonflow OPTIONS (warehouse '{catalog.warehouse}', "
+              "path 'db.t')")
+    pinned = reader(spark, catalog).option("snapshot-id", "2").load("db.t")
+    at_two = core_set(table, snapshot_id=2)
+    assert as_set(df.collect()) == core_set(table)
+
+    def check() -> None:
+        now = core_set(catalog.get_table("db.t"))
+        assert as_set(df.collect()) == now
+        assert as_set(spark.sql("SELECT * FROM fresh_df").collect()) == now
+        assert as_set(spark.sql("SELECT * FROM fresh_sql").collect()) == now
+        assert as_set(pinned.collect()) == at_two
+
+    days = [f"d{i}" for i in range(12)]
+    catalog.get_table("db.t").write(pa.table({"id": list(range(100, 124)), "v": ["n"] * 24, "dt": days * 2},
+                                             schema=SCHEMA))
+    check()
+    catalog.get_table("db.t").compact(full=True)
+    check()
+    catalog.get_table("db.t").write(pa.table({"id": [1], "v": ["only"], "dt": ["x"]}, schema=SCHEMA), overwrite=True)
+    check()
+    spark.sql("INSERT INTO fresh_sql VALUES (7, 'mine', 'y')")
+    check()
+
+
 @pytest.mark.parametrize(("option", "message"), [
     ("dt=x,v=a", r"\['v'\], which are not partition columns"),
     ("dt", r"must be k=v"),
