@@ -9,12 +9,14 @@
 
 Batch reads: splits (partition, bucket) packed into Spark partitions by size (``jobs/splits.py``:
 Paimon's ``source.split.target-size`` and ``source.split.open-file-cost``, the session's default
-parallelism); Spark's pushed filters prune
-partitions and files by statistics (Spark still applies them to the rows); a user-given schema
-with fewer columns is the projection; time travel with ``snapshot-id``, ``tag`` or
-``timestamp-millis`` (Paimon's ``scan.snapshot-id`` / ``scan.tag-name`` / ``scan.timestamp-millis``
-are accepted too). ``with-rowkind=true`` adds Paimon's row kind (``+I``/``-U``/``+U``/``-D``) as a
-first ``rowkind`` column (streams then carry retractions; without it they carry +I/+U only).
+parallelism). Each action reads the table as it is then, though PySpark keeps a DataFrame's first
+plan (see :class:`PaimonflowReader`); so no filter is taken from Spark: the ``partitions`` and
+``columns`` options (or a user-given schema with fewer columns) read less. Time travel with
+``snapshot-id``, ``tag`` or ``timestamp-millis`` (Paimon's ``scan.snapshot-id`` /
+``scan.tag-name`` / ``scan.timestamp-millis`` are accepted too); ``incremental-between`` as
+Paimon's batch read (docs/spark.md, "Incremental reads"). ``with-rowkind=true`` adds Paimon's row
+kind (``+I``/``-U``/``+U``/``-D``) as a first ``rowkind`` column (streams then carry retractions;
+without it they carry +I/+U only). A paimonflow error reaches Spark as its one line.
 
 Writes: executors write their rows and return commit messages; the driver commits once
 (``commit``), or deletes the written files when Spark aborts. Tasks may share buckets, so each

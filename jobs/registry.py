@@ -47,6 +47,22 @@ JOBS: dict[str, Callable] = {
         "rename_tag", "replace_tag", "rename_branch", "reset_consumer", "clear_consumers")},
 }
 
+DRIVER_ONLY_JOBS: frozenset[str] = frozenset({
+    "expire-snapshots", "expire-changelogs", "expire-partitions", "analyze",
+    "create-tag", "delete-tag", "rename-tag", "replace-tag", "expire-tags", "auto-tag",
+    "create-branch", "delete-branch", "rename-branch", "fast-forward", "rollback",
+    "reset-consumer", "clear-consumers"})
+"""The jobs that run no Spark task: the core's work on the driver, whatever the session. Submitted,
+they ask for no executors (:func:`paimonflow.jobs.submit.submit_command`). The others (``write``,
+``compact``, ``remove-orphan-files``, ``read-changes``) run their work in Spark tasks.
+``tests/spark/test_driver_only.py`` runs every job and checks that exactly these start no Spark job."""
+
+METADATA_ONLY_JOBS: frozenset[str] = DRIVER_ONLY_JOBS - {"analyze"}
+"""The driver-only jobs whose work is bounded by the table's metadata, not its data (``analyze``
+reads every row of the latest snapshot): the Airflow operators and the Dagster ``SparkResource``
+run these on the core engine unless told otherwise, since starting Spark for them costs more
+than the work."""
+
 # argument name -> command-line flag, where they differ
 _FLAGS = {"source_table": "--source-table", "partitions": "--partition", "buckets": "--bucket",
           "start_snapshot": "--start", "end_snapshot": "--end", "snapshot_id": "--snapshot",
@@ -96,4 +112,4 @@ def cli_arguments(arguments: Mapping[str, Any]) -> list[str]:
     return out
 
 
-__all__ = ["JOBS", "cli_arguments", "run_job"]
+__all__ = ["DRIVER_ONLY_JOBS", "JOBS", "METADATA_ONLY_JOBS", "cli_arguments", "run_job"]

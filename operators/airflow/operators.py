@@ -4,7 +4,10 @@ Each operator runs its job on one of three engines (``engine=``, default the con
 ``spark``): ``spark`` (the Spark job on the worker's SparkSession: ``local[2]`` unless the worker
 is configured for a cluster), ``spark-submit`` (the same job through the Airflow Spark provider's
 ``SparkSubmitHook`` and the user's Spark connection), or ``core`` (the core alone, for small
-tables). Maintenance planning is the same code on every engine.
+tables). Maintenance planning is the same code on every engine. A metadata-only job (tags,
+expiries, rollback, branches: :data:`~paimonflow.jobs.registry.METADATA_ONLY_JOBS`) runs on
+``core`` unless the operator is given ``engine=`` itself: seconds of work on the driver do not
+start a Spark application, which on a standalone cluster would hold its cores meanwhile.
 
 Every operator is keyword-only; templated fields are stored as given and checked in ``execute``.
 Every parameter but the boolean flags (``full``, ``dry_run``, ``delete_all``) is templated, so a
@@ -134,9 +137,25 @@ class PaimonJobOperator(BaseOperator):
     def _hook(self) -> PaimonHook:
         return PaimonHook(None if self.warehouse else self.paimon_conn_id, warehouse=self.warehouse)
 
+    def metadata_only(self) -> bool:
+        """Whether the job is metadata work only (it then runs on ``core`` unless ``engine=`` is given)."""
+        from paimonflow.jobs.registry import METADATA_ONLY_JOBS
+
+        return self.job in METADATA_ONLY_JOBS
+
+    def choose_engine(self, hook: PaimonHook) -> str:
+        """The engine this task runs on: ``engine=`` when given (rendered to something); else
+        ``core`` for a metadata-only job, whatever the connection's engine; else the connection's
+        ``engine`` extra (default ``spark``). Not validated here."""
+        if not _absent(self.engine):
+            return str(self.engine).strip()
+        if self.metadata_only():
+            return "core"
+        return hook.default_engine
+
     def execute(self, context) -> dict[str, Any]:
         hook = self._hook()
-        engine = self.engine or hook.default_engine
+        engine = self.choose_engine(hook)
         if engine not in ENGINES:
             raise InvalidArgumentError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         arguments = self.arguments(context)
@@ -149,6 +168,9 @@ class PaimonJobOperator(BaseOperator):
         self._check_names(arguments)
         self._check_source(hook, arguments)
         self.log.info("paimonflow %s on %s (engine %s)", self.job, self.table, engine)
+        if _absent(self.engine) and engine != hook.default_engine:
+            self.log.info("a metadata-only job runs on the core engine, not the connection's %r; give the "
+                          "operator engine=%r to run it there", hook.default_engine, hook.default_engine)
         if engine == "core":
             result = self.run_core(hook, arguments)
         elif engine == "spark":
@@ -216,7 +238,9 @@ class PaimonJobOperator(BaseOperator):
         from paimonflow.jobs.submit import submit_command
 
         command = submit_command(self.job, hook.location(self.table), arguments, result_file=result_file)
-        return SparkSubmitHook(conn_id=self.spark_conn_id or hook.spark_conn_id, conf=dict(self.spark_conf or {}),
+        # a driver-only job's command asks for no executors; the operator's spark_conf wins key by key
+        return SparkSubmitHook(conn_id=self.spark_conn_id or hook.spark_conn_id,
+                               conf=command.spark_conf(self.spark_conf),
                                name=f"paimonflow-{self.job}", application_args=list(command.application_args),
                                env_vars=dict(command.env) or None)
 
@@ -702,6 +726,9 @@ class PaimonBranchOperator(PaimonJobOperator):
         done = table.branches.fast_forward(self.branch)
         return {"job": "fast-forward", "table": self.table, "snapshot_id": done.copied_snapshots[-1],
                 "removed_snapshots": list(done.removed_snapshots), "copied_snapshots": list(done.copied_snapshots)}
+
+    def metadata_only(self) -> bool:
+        return True  # every action (create-branch, delete-branch, fast-forward) is metadata work
 
     def run_spark(self, spark, hook, arguments):
         return self.run_core(hook, arguments)

@@ -7,7 +7,10 @@ paimonflow Spark jobs: in-process on a local session by default, or through ``sp
 ``submit=True`` (the master then comes from ``master``, e.g. ``yarn`` or ``k8s://...``). Given the
 op's or asset's ``context``, a submission runs through Dagster Pipes (:mod:`.pipes`): the driver's
 log lines and result come back as Pipes messages, spark-submit's output streams into the step's
-logs, and terminating the run stops the submission.
+logs, and terminating the run stops the submission. A metadata-only job (tags, expiries, rollback,
+branches, consumers: :data:`~paimonflow.jobs.registry.METADATA_ONLY_JOBS`) runs on the core in
+the step's process unless ``metadata_jobs_on_core=False``: it would start a Spark application
+(under ``submit=True`` one that a standalone master gives every free core) for seconds of work.
 """
 
 # No ``from __future__ import annotations`` here: Dagster reads these annotations at runtime.
@@ -62,12 +65,24 @@ class PaimonResource(dg.ConfigurableResource):
 
 
 class SparkResource(dg.ConfigurableResource):
-    """Where the Spark jobs run: a local session (default ``local[2]``), or ``spark-submit``."""
+    """Where the Spark jobs run: a local session (default ``local[2]``), or ``spark-submit``;
+    metadata-only jobs on the core, without Spark, unless ``metadata_jobs_on_core=False``.
+
+    Examples:
+        ``SparkResource(master="spark://spark-master:7077", submit=True)``: writes, compactions,
+        orphan removal and incremental reads are submitted; tags, expiries and rollbacks run on
+        the core. ``SparkResource(..., submit=True, metadata_jobs_on_core=False)`` submits them
+        too (each then an application that asks for no executors)."""
 
     master: str = "local[2]"
     conf: dict[str, str] = Field(default_factory=dict)
     submit: bool = False
     spark_submit: str = "spark-submit"
+    metadata_jobs_on_core: bool = Field(
+        default=True,
+        description="Run the metadata-only jobs (paimonflow.jobs.registry.METADATA_ONLY_JOBS: tags, expiries, "
+                    "rollback, branches, consumers) on the core in the step's process instead of Spark; False "
+                    "runs them as every other job (submitted with submit=True).")
     _session: Any = PrivateAttr(default=None)
 
     def session(self):
@@ -80,23 +95,36 @@ class SparkResource(dg.ConfigurableResource):
     def run(self, job: str, paimon: PaimonResource, table: str, arguments: dict[str, Any], *,
             context: Any = None) -> dict[str, Any]:
         """Run a paimonflow job (``write``, ``compact``, ``expire-snapshots``...) and return its result;
-        with ``context`` (an op or asset execution context) a submission goes through Dagster Pipes."""
-        if self.submit and context is not None:
+        with ``context`` (an op or asset execution context) a submission goes through Dagster Pipes.
+        A metadata-only job runs on the core (:meth:`runs_on_core`)."""
+        on_core = self.runs_on_core(job)
+        if on_core and context is not None:
+            context.log.info(f"paimonflow {job} {table}: a metadata-only job, run on the core "
+                             f"(metadata_jobs_on_core=False runs it on Spark)")
+        if self.submit and not on_core and context is not None:
             return self._piped(context, job, paimon, table, arguments)
-        if self.submit:
+        if self.submit and not on_core:
             return self._submitted(job, paimon, table, arguments)
         from paimonflow.core.errors import PaimonflowError
         from paimonflow.jobs.registry import run_job
 
         try:
-            return run_job(job, self.session(), paimon.location(table), arguments)
+            return run_job(job, None if on_core else self.session(), paimon.location(table), arguments)
         except PaimonflowError as err:  # a mistake a user can make (a missing source...): one line
             raise dg.Failure(description=f"{job} {table}: {type(err).__name__}: {err}", allow_retries=False) \
                 from None
 
+    def runs_on_core(self, job: str) -> bool:
+        """Whether ``job`` runs on the core, without Spark: a metadata-only job while
+        ``metadata_jobs_on_core`` (the default)."""
+        from paimonflow.jobs.registry import METADATA_ONLY_JOBS
+
+        return self.metadata_jobs_on_core and job in METADATA_ONLY_JOBS
+
     def _command(self, job: str, location, arguments, result_file: str | None) -> tuple[list[str], dict[str, str]]:
         """spark-submit's argv and environment for ``job``: credentials travel in the environment
-        (``submit_command``'s env), never on argv (reliability S9)."""
+        (``submit_command``'s env), never on argv (reliability S9); ``conf`` wins over the settings
+        the job asks for (a driver-only job asks for no executors)."""
         from paimonflow.jobs.submit import submit_command
 
         command = submit_command(job, location, arguments, result_file=result_file)

@@ -289,3 +289,94 @@ def test_operators_refuse_a_table_paimonflow_cannot_change_in_one_line(tmp_path)
             operator.execute(context)
         assert "\n" not in str(info.value)
     assert tree(tmp_path) == before
+
+
+METADATA_OPERATORS = {"PaimonCreateTagOperator": {"name": "t"}, "PaimonDeleteTagOperator": {"name": "t"},
+                      "PaimonExpireSnapshotsOperator": {}, "PaimonExpireChangelogsOperator": {},
+                      "PaimonExpirePartitionsOperator": {}, "PaimonExpireTagsOperator": {},
+                      "PaimonRollbackOperator": {"snapshot_id": 1}, "PaimonBranchOperator": {"branch": "b"}}
+SPARK_OPERATORS = {"PaimonWriteOperator": {"path": "/in"}, "PaimonCompactOperator": {},
+                   "PaimonAnalyzeOperator": {}, "PaimonRemoveOrphanFilesOperator": {},
+                   "PaimonReadChangesOperator": {"start_snapshot": 0, "output_path": "/out"}}
+
+
+@pytest.fixture
+def submitting_connection(monkeypatch):
+    """A ``paimon`` connection whose default engine is spark-submit (to a Spark connection that does
+    not exist: a task that really submitted would fail)."""
+    monkeypatch.setenv("AIRFLOW_CONN_PAIMON_SUBMITTING", json.dumps({
+        "conn_type": "paimon", "host": str(WAREHOUSE), "extra": {"engine": "spark-submit",
+                                                                 "spark_conn_id": "spark_nowhere"}}))
+    return "paimon_submitting"
+
+
+def test_metadata_only_operators_run_on_the_core_unless_given_an_engine(airflow_db, submitting_connection):
+    """Issue 35: with a connection whose engine is spark-submit, the metadata-only operators (tags,
+    expiries, rollback, branches) choose the core engine; the others the connection's; an operator's
+    own ``engine=`` (also rendered from a template) is always what runs, and an empty rendering falls
+    back to the default."""
+    import paimonflow.operators.airflow as operators
+    from paimonflow.operators.airflow import PaimonHook
+
+    hook = PaimonHook(submitting_connection)
+    for name, arguments in {**METADATA_OPERATORS, **SPARK_OPERATORS}.items():
+        cls = getattr(operators, name)
+        common = {"task_id": "t", "table": "lab.engines", "paimon_conn_id": submitting_connection, **arguments}
+        default = "core" if name in METADATA_OPERATORS else "spark-submit"
+        assert cls(**common).choose_engine(hook) == default, name
+        for given in ("spark-submit", "spark", "core"):
+            assert cls(engine=given, **common).choose_engine(hook) == given, (name, given)
+        assert cls(engine="", **common).choose_engine(hook) == default, name  # a template rendering nothing
+
+
+def test_a_tag_with_a_spark_submit_connection_runs_on_the_core_and_engine_opts_out(airflow_db, submitting_connection,
+                                                                                  monkeypatch):
+    """The task itself: the tag is made by the core, nothing is submitted; ``engine="spark-submit"``
+    on the operator submits it (caught here, before spark-submit would start)."""
+    from types import SimpleNamespace
+
+    from paimonflow.operators.airflow import PaimonCreateTagOperator, PaimonJobOperator
+
+    t = table("engines")
+    t.write(pa.table({"id": [1], "v": ["x"]}, schema=SCHEMA))
+    submitted: list[str] = []
+
+    def run_submitted(self, hook, arguments):
+        submitted.append(self.task_id)
+        return {"job": self.job, "submitted": True}
+
+    monkeypatch.setattr(PaimonJobOperator, "_run_submitted", run_submitted)
+    context = {"ti": SimpleNamespace(dag_id="engines", task_id="tag", map_index=-1),
+               "logical_date": datetime(2026, 11, 20, tzinfo=UTC)}
+    result = PaimonCreateTagOperator(task_id="tag", table="lab.engines", paimon_conn_id=submitting_connection,
+                                     name="daily").execute(context)
+    assert result["snapshot_id"] == 1 and result["master"] is None and submitted == []  # no Spark at all
+    assert Catalog(str(WAREHOUSE)).get_table("lab.engines").tags.get("daily").id == 1
+    PaimonCreateTagOperator(task_id="tag_submitted", table="lab.engines", paimon_conn_id=submitting_connection,
+                            name="other", engine="spark-submit").execute(context)
+    assert submitted == ["tag_submitted"]
+
+
+def test_a_submitted_driver_only_job_asks_for_no_executors_unless_spark_conf_says_otherwise(airflow_db):
+    """The ``SparkSubmitHook`` of a driver-only job carries the settings that start no executor
+    (``paimonflow.jobs.submit.NO_EXECUTORS_CONF``); a job with Spark tasks does not; the operator's
+    ``spark_conf`` wins key by key."""
+    from types import SimpleNamespace
+
+    from paimonflow.jobs.submit import NO_EXECUTORS_CONF
+    from paimonflow.operators.airflow import PaimonCompactOperator, PaimonCreateTagOperator, PaimonHook
+
+    hook = PaimonHook(None, warehouse=str(WAREHOUSE))
+    context = {"ti": SimpleNamespace(dag_id="d", task_id="t", map_index=-1), "logical_date": None, "run_id": "r"}
+    common = {"task_id": "t", "table": "lab.engines", "warehouse": str(WAREHOUSE), "engine": "spark-submit",
+              "spark_conn_id": "spark_local"}
+
+    def confs(op) -> list[str]:
+        command = op.submit_hook(hook, op.arguments(context), "/tmp/r.json")._build_spark_submit_command("/app.py")
+        return [command[i + 1] for i, a in enumerate(command) if a == "--conf"]
+
+    tag = confs(PaimonCreateTagOperator(name="t", **common))
+    assert set(tag) >= {f"{k}={v}" for k, v in NO_EXECUTORS_CONF.items()}
+    assert not any(c.startswith("spark.dynamicAllocation") for c in confs(PaimonCompactOperator(**common)))
+    mine = confs(PaimonCreateTagOperator(name="t", spark_conf={"spark.dynamicAllocation.enabled": "false"}, **common))
+    assert "spark.dynamicAllocation.enabled=false" in mine and "spark.dynamicAllocation.enabled=true" not in mine

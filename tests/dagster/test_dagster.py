@@ -261,6 +261,61 @@ def test_spark_resource_builds_the_shared_command_with_credentials_in_the_enviro
     assert not any(options["s3.secret-key"] in a or "s3." in a for a in argv)
 
 
+def _recording_spark_submit(tmp_path) -> tuple[str, "os.PathLike[str]"]:
+    """A stand-in for spark-submit that records its argv (one argument a line) and fails."""
+    calls = tmp_path / "spark-submit-calls"
+    script = tmp_path / "spark-submit"
+    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> {calls}\necho "---" >> {calls}\nexit 1\n')
+    script.chmod(0o755)
+    return str(script), calls
+
+
+def test_spark_resource_runs_metadata_jobs_on_the_core_unless_told_otherwise(tmp_path):
+    """Issue 35: ``SparkResource(submit=True)`` runs a metadata-only job (a tag, an expiry, a
+    rollback) on the core in the step's process, from an op (with its context) or plain code, and
+    spark-submit never starts; a job with Spark tasks is still submitted; with
+    ``metadata_jobs_on_core=False`` the tag is submitted too, asking for no executors."""
+    from paimonflow.jobs.submit import NO_EXECUTORS_CONF
+    from paimonflow.operators.dagster import PaimonResource, SparkResource, paimon_job_op
+
+    warehouse = str(tmp_path / "wh")
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1"})
+    for i in range(2):
+        t.write(pa.table({"id": [i], "v": ["x"]}, schema=schema))
+    spark_submit, calls = _recording_spark_submit(tmp_path)
+    paimon = PaimonResource(warehouse=warehouse)
+    spark = SparkResource(master="spark://nowhere:7077", submit=True, spark_submit=spark_submit)
+    assert spark.run("create-tag", paimon, "db.t", {"name": "first", "snapshot_id": 1})["master"] is None  # no Spark
+    branch = paimon_job_op("create-branch", "db.t", name="branch_op", branch="b", tag="first")
+    expire = paimon_job_op("expire-snapshots", "db.t", name="expire_op", retain_min=1, retain_max=1,
+                           older_than_millis=0)
+
+    @dg.job
+    def maintenance():
+        expire(branch())
+
+    result = maintenance.execute_in_process(resources={"paimon": paimon, "spark": spark})
+    assert result.success
+    assert result.output_for_node("branch_op")["master"] is None
+    assert result.output_for_node("expire_op")["expired_snapshots"] == 1
+    assert spark.run("rollback", paimon, "db.t", {"tag": "first"})["snapshot_id"] == 1
+    assert catalog.get_table("db.t").branches.list() == ["b"] and not calls.exists()
+
+    with pytest.raises(dg.Failure, match="spark-submit compact failed"):
+        spark.run("compact", paimon, "db.t", {})
+    submitted = SparkResource(master="spark://nowhere:7077", submit=True, spark_submit=spark_submit,
+                              metadata_jobs_on_core=False)
+    with pytest.raises(dg.Failure, match="spark-submit create-tag failed"):
+        submitted.run("create-tag", paimon, "db.t", {"name": "submitted"})
+    compact_argv, tag_argv, _ = calls.read_text().split("---\n")
+    assert "compact" in compact_argv.splitlines() and "spark.dynamicAllocation" not in compact_argv
+    assert "create-tag" in tag_argv.splitlines()
+    assert {f"{k}={v}" for k, v in NO_EXECUTORS_CONF.items()} <= set(tag_argv.splitlines())
+
+
 @pytest.mark.slow
 def test_spark_resource_submits_a_job_on_an_s3_warehouse(s3_bucket, s3_storage_options, tmp_path):
     """A real spark-submit (local master) on a warehouse on the S3 test server: credentials reach

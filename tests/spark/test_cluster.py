@@ -1,7 +1,7 @@
 """The jobs on a real Spark standalone cluster (a master and two 1-core workers on 127.0.0.1,
 tests/spark/cluster.py), submitted with ``spark-submit --master spark://...`` as a team runs them:
-each runs as an application of the master with executors on the workers, says so in its result,
-and leaves the table as the core reads it."""
+each runs as an application of the master, with executors on the workers unless it is driver-only
+(then it holds no core), says so in its result, and leaves the table as the core reads it."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import pytest
 
 from paimonflow.core import Catalog
 from paimonflow.jobs.location import TableLocation
+from paimonflow.jobs.registry import DRIVER_ONLY_JOBS
 from paimonflow.jobs.submit import submit_command
 from tests.spark.cluster import spark_submit
 
@@ -47,8 +48,11 @@ def submit(cluster, tmp_path, name: str, job: str, location: TableLocation, argu
     assert not list((Path(location.warehouse) / RESULTS_DIR).iterdir())  # read back and deleted
     assert result["master"] == cluster.url, result  # the job ran on the cluster, not in local mode
     app = cluster.application(name)
-    assert app["state"] == "FINISHED" and app["cores"] >= 1, app
     executors = cluster.executors_of(app["id"])
+    if job in DRIVER_ONLY_JOBS:  # it asked for no executors and got none
+        assert app["state"] == "FINISHED" and app["cores"] == 0 and not executors, (app, executors)
+        return result
+    assert app["state"] == "FINISHED" and app["cores"] >= 1, app
     assert executors and {e["worker"] for e in executors} <= {w["id"] for w in cluster.status()["workers"]}
     return result
 
@@ -90,6 +94,49 @@ def test_every_job_submitted_to_the_cluster_runs_there(spark_cluster, tmp_path):
     assert sorted(data.column("id").to_pylist()) == list(range(600))
     by_id = dict(zip(data.column("id").to_pylist(), data.column("v").to_pylist(), strict=True))
     assert by_id[0] == "a0" and by_id[300] == "b300" and by_id[599] == "b599"
+
+
+@pytest.mark.timeout(600)
+def test_a_driver_only_job_holds_no_core_of_the_cluster_while_it_runs(spark_cluster, tmp_path):
+    """Issue 35: a tag or an expiry submitted to the standalone cluster used to hold every core of
+    it (the master gives an application every free core at once) while its driver did seconds of
+    metadata work. Submitted with the command of ``submit_command``, such an application is seen
+    by the master, in every poll while it is active, with 0 cores; no worker ever ran an executor
+    for it; and its work is done."""
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                 options={"bucket": "1", "snapshot.num-retained.min": "1"})
+    for i in range(3):
+        table.write(pa.table({"id": [i], "v": ["x"], "dt": ["2026-11-21"]}, schema=SCHEMA))
+    location = TableLocation(str(tmp_path / "wh"), "db.t")
+    for n, (job, arguments) in enumerate([("create-tag", {"name": "held", "snapshot_id": 2}),
+                                          ("expire-snapshots", {"retain_max": 1, "older_than_millis": 0})]):
+        name = f"driver-only-{job}-{n}"
+        seen: list[int] = []  # the application's cores in each poll of the master while it is active
+        done = threading.Event()
+
+        def poll(name=name, seen=seen, done=done) -> None:
+            while not done.is_set():
+                with contextlib.suppress(OSError):
+                    seen += [a["cores"] for a in spark_cluster.status()["activeapps"] if a["name"] == name]
+                time.sleep(0.1)
+
+        watcher = threading.Thread(target=poll, daemon=True)
+        watcher.start()
+        try:
+            proc = spark_submit(spark_cluster, name, submit_command(job, location, arguments, result_file=None))
+        finally:
+            done.set()
+            watcher.join(timeout=60)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert result["job"] == job and result["master"] == spark_cluster.url, result
+        assert seen and set(seen) == {0}, f"{job}: cores while active {seen}"
+        app = spark_cluster.application(name)
+        assert app["cores"] == 0 and spark_cluster.executors_of(app["id"]) == [], app
+    table = catalog.get_table("db.t")
+    assert table.tags.get("held").id == 2 and table.snapshot_manager.earliest_id() == 3
 
 
 def executor_pids(app_id: str) -> list[int]:
