@@ -208,21 +208,38 @@ def read_changes(spark, location: TableLocation, *, start_snapshot: int, end_sna
     """Write the changes after ``start_snapshot`` up to ``end_snapshot`` (default: latest), with
     their ``rowkind`` column, to ``output`` (Spark ``overwrite``). Changelog and delta reads run one
     Spark task per snapshot; ``diff`` (the default for primary-key tables without a changelog
-    producer) compares two states in one task."""
+    producer, :func:`~paimonflow.core.read.incremental.changes_mode`) compares two states in one
+    task. The counts (``rows``, ``row_kinds``) and ``executors`` (those that read and wrote the
+    changes; 0 when there are none) are gathered while Spark writes, as observed metrics."""
+    from pyspark.sql import functions as F
+
+    from paimonflow.core.data.data_file import ROW_KIND_NAMES
+    from paimonflow.core.read.incremental import ROWKIND, changes_mode
+
     from .datasource import FORMAT
+    from .executor import EXECUTOR_IDENTITY_SQL
+    from .spark_info import observation
 
     watch = Stopwatch()
     table = location.open()
     end = end_snapshot if end_snapshot is not None else table.snapshot_manager.latest_id()
     if end is None:
         raise InvalidArgumentError(f"table {location.identifier!r} has no snapshot")
+    if not 0 <= start_snapshot < end:  # on the driver, before Spark wraps the reader's error in its own
+        raise InvalidArgumentError(f"read-changes needs 0 <= start < end, got start {start_snapshot} and end {end}")
     reader = spark.read.format(FORMAT).option("warehouse", location.warehouse)
     for key, value in location.storage_options.items():
         reader = reader.option(key, value)
     frame = (reader.option("incremental-between", f"{start_snapshot},{end}")
-             .option("incremental-between-scan-mode", mode).load(location.identifier))
-    frame.write.mode("overwrite").format(output_format).save(output)
-    written = spark.read.format(output_format).load(output).groupBy("rowkind").count().collect()
-    kinds = {row["rowkind"]: row["count"] for row in written}
-    return _result("read-changes", location, watch, end, start_snapshot=start_snapshot, end_snapshot=end,
-                   rows=sum(kinds.values()), output=output, row_kinds=kinds)
+             .option("incremental-between-scan-mode", changes_mode(table, mode))
+             .option("with-rowkind", "true").load(location.identifier))
+    observed, executor = observation(spark, "read-changes"), "__paimonflow_executor"
+    counts = [F.count_if(F.col(ROWKIND) == kind).alias(kind) for kind in ROW_KIND_NAMES]
+    (frame.withColumn(executor, F.expr(EXECUTOR_IDENTITY_SQL))
+     .observe(observed, F.collect_set(executor).alias(executor), *counts).drop(executor)
+     .write.mode("overwrite").format(output_format).save(output))
+    metrics = observed.get
+    kinds = {kind: metrics[kind] for kind in ROW_KIND_NAMES if metrics[kind]}
+    return _result("read-changes", location, watch, end, executors=len(metrics[executor]),
+                   start_snapshot=start_snapshot, end_snapshot=end, rows=sum(kinds.values()), output=output,
+                   row_kinds=kinds)

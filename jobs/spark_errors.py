@@ -12,8 +12,10 @@ from contextlib import contextmanager
 from paimonflow.core import errors
 from paimonflow.core.errors import DataError, PaimonflowError, SourceError
 
-# "paimonflow.core.errors.SchemaError: column 'id' ..." as the last line of a task's traceback
-_TASK_ERROR = re.compile(r"^paimonflow\.core\.errors\.(\w+): (.*)$", re.MULTILINE)
+# "paimonflow.core.errors.SchemaError: column 'id' ..." as the last line of a task's traceback, or
+# after Spark's own words on one line ("Failed to ... writer: paimonflow.core.errors.SchemaError: ...")
+# when the data source reported it without a traceback
+_TASK_ERROR = re.compile(r"(?:^|: )paimonflow\.core\.errors\.(\w+): (.*?)(?:\s+SQLSTATE: \w+)?$", re.MULTILINE)
 _CONDITION = re.compile(r"\[([A-Z_.]+)\]\s*(.*)")
 
 
@@ -32,7 +34,7 @@ def typed_error(exc: BaseException) -> PaimonflowError | None:
         cls = getattr(errors, name, None)
         if isinstance(cls, type) and issubclass(cls, PaimonflowError):
             return _rebuilt(cls, message)
-    if "MALFORMED_RECORD_IN_PARSING" in text or "MALFORMED_CSV_RECORD" in text:
+    if is_malformed_record(exc):
         file = re.search(r"while reading file (\S+?)\.?\s", text)
         record = re.search(r"Malformed CSV record: (.*?) SQLSTATE", text)
         where = f" in {file.group(1)}" if file else ""
@@ -46,6 +48,12 @@ def typed_error(exc: BaseException) -> PaimonflowError | None:
     if isinstance(exc, PySparkException) and "FAILED_READ_FILE" in text:
         return SourceError(text.splitlines()[0])
     return None
+
+
+def is_malformed_record(exc: BaseException) -> bool:
+    """Whether ``exc`` is Spark refusing a malformed CSV or JSON record (parse mode ``FAILFAST``)."""
+    text = str(exc)
+    return "MALFORMED_RECORD_IN_PARSING" in text or "MALFORMED_CSV_RECORD" in text
 
 
 @contextmanager

@@ -26,3 +26,13 @@ def default_parallelism(spark) -> int:
     if is_connect(spark):
         return DEFAULT_PARALLELISM
     return int(spark.sparkContext.defaultParallelism)
+
+
+def observation(spark, name: str):
+    """A new ``Observation`` (metrics Spark gathers while an action runs) of ``spark``'s kind,
+    classic or Connect."""
+    if is_connect(spark):
+        from pyspark.sql.connect import observation
+    else:
+        from pyspark.sql import observation  # type: ignore[no-redef]
+    return observation.Observation(name)

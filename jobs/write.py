@@ -29,6 +29,7 @@ from paimonflow.core.write.conform import chunks
 from .executor import executor_identity
 from .location import TableLocation
 from .result import JobResult, Stopwatch
+from .spark_errors import is_malformed_record
 from .spark_info import default_parallelism
 
 if TYPE_CHECKING:
@@ -202,6 +203,7 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
         df = source.dataframe(spark, from_arrow_schema(pa.schema([*table.arrow_schema, *extra])))
     else:
         df = source
+    read_schema = df.schema  # a text source's columns as Spark parses them
     names = set(df.columns)
     for field in table.arrow_schema:
         if field.name not in names:
@@ -223,8 +225,13 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
         shuffled = with_buckets.coalesce(1) if cross or not partitions else by(*partitions)
     else:
         shuffled = by(*partitions, BUCKET_COLUMN)
-    payloads = shuffled.mapInArrow(_writer_task(location, overwrite is not None, row_kind_column),
-                                   PAYLOAD_SCHEMA).collect()
+    try:
+        payloads = shuffled.mapInArrow(_writer_task(location, overwrite is not None, row_kind_column),
+                                       PAYLOAD_SCHEMA).collect()
+    except Exception as exc:
+        if isinstance(source, WriteSource) and source.path and source.format == "csv" and is_malformed_record(exc):
+            _refuse_malformed_csv(spark, source, read_schema, table)
+        raise
     messages = [m for row in payloads for m in pickle.loads(row.payload)]
     crash_point("spark-write:before-commit")
     try:
@@ -245,6 +252,28 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
                               "buckets": len({(m.partition, m.bucket) for m in messages}),
                               "compacted_files": sum(len(m.compact_before) for m in messages),
                               "notes": list(result.notes)})
+
+
+def _refuse_malformed_csv(spark, source: WriteSource, read_schema, table) -> None:
+    """Raise a :class:`~paimonflow.core.errors.DataError` naming every column of the CSV source
+    ``source`` that holds a value its type cannot take (the first one, with its file and record)
+    and the records whose field count is off; return if the source shows none (Spark's own error
+    then stands)."""
+    from paimonflow.core.data.conversion import field_types, paimon_notation
+    from paimonflow.core.data.csv_records import describe
+    from paimonflow.core.errors import DataError
+
+    from .csv_records import csv_source_problems
+
+    types = field_types(table.schema.fields)
+    names = {f.name: paimon_notation(f.type, types[f.name]) for f in table.arrow_schema}
+    try:
+        values, records = csv_source_problems(spark, source, read_schema, names)
+    except Exception:  # the look that explains the failure failed itself: Spark's error stands
+        return
+    if values or records:
+        raise DataError(f"the CSV source does not fit the table's columns (parse mode FAILFAST; nothing was "
+                        f"committed): {describe(values, records)}") from None
 
 
 def partition_spec(text: str | None) -> dict[str, str] | None:

@@ -1,7 +1,9 @@
 """Files ``paimonflow write`` reads: Parquet, ORC, CSV (with a header line) and JSON (one object
 per line), known by their suffix. A file that is missing, of an unknown kind or unreadable is one
 :class:`~paimonflow.core.errors.SourceError` naming it; text formats are parsed with the table's
-column types, so a value that does not parse is refused with its column and line, never guessed."""
+column types, so a value that does not parse is refused, never guessed: the error names every
+column holding such a value, with the first one and its record number, and the records whose field
+count differs from the header's (:mod:`paimonflow.core.data.csv_records`)."""
 
 from __future__ import annotations
 
@@ -44,7 +46,15 @@ def _read(path: Path, kind: str, schema: pa.Schema) -> pa.Table:
     if kind == "CSV":
         import pyarrow.csv as csv
 
-        return csv.read_csv(path, convert_options=csv.ConvertOptions(column_types=schema))
+        try:
+            return csv.read_csv(path, convert_options=csv.ConvertOptions(column_types=schema))
+        except pa.ArrowInvalid:  # pyarrow names the first problem only, and no line: find them all
+            from ..data.csv_records import csv_file_problems, describe
+
+            values, records = csv_file_problems(path, schema)
+            if not values and not records:
+                raise
+            raise SourceError(f"{path}: does not fit the table's columns: {describe(values, records)}") from None
     import pyarrow.json as pj
 
     return pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=schema,

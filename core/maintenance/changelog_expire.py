@@ -44,6 +44,7 @@ from ..meta.references import (
 )
 from ..meta.snapshots import EARLIEST, Snapshot
 from ..options.changelog import changelog_settings
+from ..options.retention import retained_counts
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,8 +76,10 @@ def expire_changelogs(table: TableMeta, *, retain_min: int | None = None, retain
     their next snapshot, ``max_deletes`` (default ``snapshot.expire.limit``) bounds a run and the
     latest changelog always stays. ``dry_run`` only plans. ``delete_all`` removes every changelog
     and both hints, and raises :class:`InvalidArgumentError` unless all changelogs precede the
-    earliest snapshot. Idempotent: a rerun after a crash finishes the job. Raises
-    :class:`InvalidArgumentError` unless ``1 <= retain_min <= retain_max``.
+    earliest snapshot. Idempotent: a rerun after a crash finishes the job. A bound left out gives
+    way to one given (:func:`~paimonflow.core.options.retention.retained_counts`): ``retain_max=1``
+    alone keeps one id, as Paimon's ``expire_changelogs`` procedure does. Raises
+    :class:`InvalidArgumentError` for a given bound below 1 or ``retain_max`` below ``retain_min``.
     """
     from ..meta.capabilities import Operation
 
@@ -93,10 +96,8 @@ def expire_changelogs(table: TableMeta, *, retain_min: int | None = None, retain
             return ChangelogExpiry(earliest=ids[0] if ids else None, end=None, changelog_ids=tuple(ids), dry_run=True)
         return ChangelogExpiry(earliest=ids[0] if ids else None, end=None, deleted_all=manager.delete_all())
     settings = changelog_settings(table)
-    retain_min = settings.retain_min if retain_min is None else retain_min
-    retain_max = settings.retain_max if retain_max is None else retain_max
-    if retain_min < 1 or retain_max < retain_min:
-        raise InvalidArgumentError(f"need 1 <= retain_min <= retain_max, got {retain_min} and {retain_max}")
+    retain_min, retain_max = retained_counts(retain_min, retain_max, option_min=settings.retain_min,
+                                             option_max=settings.retain_max)
     time_retained = settings.time_retained_millis if older_than_millis is None else older_than_millis
     limit = table.options.snapshot_expire_limit if max_deletes is None else max_deletes
     latest_s = snapshots.latest_id()

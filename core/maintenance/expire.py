@@ -54,7 +54,6 @@ from dataclasses import dataclass
 
 from ..errors import (
     FileNotFoundStorageError,
-    InvalidArgumentError,
     MaintenanceConflictError,
     StorageError,
 )
@@ -72,6 +71,7 @@ from ..meta.references import (
     tag_needs,
 )
 from ..meta.snapshots import Snapshot
+from ..options.retention import retained_counts
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -238,6 +238,11 @@ def expire_snapshots(table: TableMeta, *, retain_min: int | None = None, retain_
                      progress: Callable[[int, int], None] | None = None) -> ExpireResult:
     """Expire snapshots by the table's options (each overridable); ``dry_run`` only plans.
 
+    ``retain_min``/``retain_max`` default to ``snapshot.num-retained.*``, but a bound left out
+    gives way to one given (:func:`~paimonflow.core.options.retention.retained_counts`):
+    ``retain_max=1`` alone keeps one snapshot. Raises :class:`InvalidArgumentError` for a given
+    bound below 1 or ``retain_max`` below ``retain_min``.
+
     ``older_than_millis`` overrides ``snapshot.time-retained`` (a duration); ``clock`` returns
     seconds since the epoch (inject one in tests). ``progress(done, total)`` is called as files go.
     """
@@ -248,12 +253,8 @@ def expire_snapshots(table: TableMeta, *, retain_min: int | None = None, retain_
     table.capabilities.require(Operation.EXPIRE)
     decoupled = table.options.changelog_decoupled
     o = table.options
-    retain_min = o.snapshot_num_retained_min if retain_min is None else retain_min
-    retain_max = o.snapshot_num_retained_max if retain_max is None else retain_max
-    if retain_min < 1:
-        raise InvalidArgumentError("retain_min must be at least 1 (the latest snapshot always stays)")
-    if retain_max < retain_min:
-        raise InvalidArgumentError(f"retain_max ({retain_max}) must be at least retain_min ({retain_min})")
+    retain_min, retain_max = retained_counts(retain_min, retain_max, option_min=o.snapshot_num_retained_min,
+                                             option_max=o.snapshot_num_retained_max)
     time_retained = o.snapshot_time_retained_millis if older_than_millis is None else older_than_millis
     limit = o.snapshot_expire_limit if max_deletes is None else max_deletes
     earliest, end = expire_range(table, retain_min=retain_min, retain_max=retain_max,

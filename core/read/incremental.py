@@ -40,6 +40,19 @@ def with_kinds(table: pa.Table, kinds: np.ndarray) -> pa.Table:
     return table.add_column(0, ROWKIND, _KIND_NAMES.take(pa.array(kinds.astype(np.int64))))
 
 
+def changes_mode(table, mode: str) -> str:
+    """The scan mode :func:`read_changes` reads for ``mode``: ``auto`` is ``changelog`` with a
+    changelog producer, else ``diff`` for primary-key tables and ``delta`` for append tables.
+    Raises :class:`InvalidArgumentError` for an unknown mode."""
+    if mode == "auto":
+        if table.options.changelog_producer is not ChangelogProducer.NONE:
+            return "changelog"
+        return "diff" if table.primary_keys else "delta"
+    if mode not in ("changelog", "delta", "diff"):
+        raise InvalidArgumentError(f"unknown incremental scan mode {mode!r}: auto, changelog, delta or diff")
+    return mode
+
+
 def read_changes(table, start: int, end: int, *, mode: str = "auto",
                  columns: Sequence[str] | None = None) -> pa.Table:
     """Rows changed after snapshot ``start`` up to and including ``end``, with ``rowkind`` first
@@ -47,13 +60,7 @@ def read_changes(table, start: int, end: int, *, mode: str = "auto",
     manager = table.snapshot_manager
     if start >= end or start < 0:
         raise InvalidArgumentError(f"incremental read needs 0 <= start < end, got {start} and {end}")
-    if mode == "auto":
-        if table.options.changelog_producer is not ChangelogProducer.NONE:
-            mode = "changelog"
-        else:
-            mode = "diff" if table.primary_keys else "delta"
-    if mode not in ("changelog", "delta", "diff"):
-        raise InvalidArgumentError(f"unknown incremental scan mode {mode!r}: auto, changelog, delta or diff")
+    mode = changes_mode(table, mode)
     wanted = list(columns) if columns is not None else list(table.arrow_schema.names)
     reader = table.split_reader()
     reader.output_schema(wanted)

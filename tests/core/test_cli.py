@@ -142,6 +142,27 @@ def test_expire_changelogs_verb(tmp_path):
         "expired_changelogs"] == 1
 
 
+def test_retain_max_alone_is_not_refused_for_the_default_retain_min(tmp_path):
+    """``--retain-max 1`` alone keeps one, whatever ``*.num-retained.min`` says (10 for snapshots
+    by default, 20 for changelogs here); two given bounds that contradict each other are refused."""
+    wh = str(tmp_path / "wh")
+    catalog = Catalog(wh)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.t", schema, primary_keys=["id"],
+                             options={"bucket": "1", "changelog-producer": "input", "write-only": "true",
+                                      "changelog.num-retained.min": "20"})
+    for i in range(5):
+        t.write(pa.table({"id": [i], "v": ["x"]}, schema=schema))
+    moved = json.loads(invoke("--json", "expire-snapshots", "db.t", "-w", wh, "--retain-max", "1").output)
+    assert moved["to_changelog"] == [1, 2, 3, 4]
+    done = json.loads(invoke("--json", "expire-changelogs", "db.t", "-w", wh, "--retain-max", "1").output)
+    assert done["changelog_ids"] == [1, 2, 3]  # the latest changelog always stays
+    bad = invoke("expire-changelogs", "db.t", "-w", wh, "--retain-min", "3", "--retain-max", "2")
+    assert bad.exit_code == 2 and bad.output.count("\n") == 1
+    assert "InvalidArgumentError: retain_max (2) must be at least retain_min (3)" in bad.output
+
+
 def _on_a_terminal(*args: str) -> str:
     """What ``paimonflow *args`` prints to a terminal (a pseudo-terminal as its stdout)."""
     import os

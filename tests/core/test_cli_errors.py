@@ -52,6 +52,7 @@ CASES: list[tuple[str, str, str]] = [
     ("a file that is not Parquet", "write {T} -w {wh} {d}/text.parquet", "SourceError"),
     ("a CSV line with a column missing", "write {T} -w {wh} {d}/short-line.csv", "SourceError"),
     ("a CSV value that does not parse", "write {T} -w {wh} {d}/not-a-number.csv", "SourceError"),
+    ("CSV values that do not parse in two columns", "write {T} -w {wh} {d}/two-bad-columns.csv", "SourceError"),
     ("a column the table does not have", "write {T} -w {wh} {d}/extra-column.parquet", "SchemaError"),
     ("integers for a STRING column", "write {T} -w {wh} {d}/int-dt.parquet", "SchemaError"),
     ("strings for a DOUBLE column", "write {T} -w {wh} {d}/string-amount.parquet", "SchemaError"),
@@ -109,6 +110,8 @@ def world(tmp_path_factory):
     (inputs / "text.parquet").write_text("this is not Parquet\n")
     (inputs / "short-line.csv").write_text("id,dt,amount\n1,2026-11-20,1.0\n2,2026-11-21\n")
     (inputs / "not-a-number.csv").write_text("id,dt,amount\n1,2026-11-20,lots\n")
+    (inputs / "two-bad-columns.csv").write_text("id,dt,amount\n1,2026-11-20,1.0\nx7,2026-11-21,2.0\n\n"
+                                                "3,2026-11-22,lots\n4,2026-11-22,more\n")
     pq.write_table(pa.table({"id": [3], "dt": ["2026-11-22"], "amount": [1.0], "price": [2.0]}),
                    inputs / "extra-column.parquet")
     pq.write_table(pa.table({"id": [3], "dt": [20261120], "amount": [1.0]}), inputs / "int-dt.parquet")
@@ -142,6 +145,21 @@ def test_a_bad_input_is_one_line_exit_2_and_writes_nothing(world, what, template
     [document] = as_json.stderr.splitlines()
     assert json.loads(document) == {"error": kind, "message": line.split(": ", 2)[2]}
     assert tree(wh.parent) == before, f"{what}: something was written"
+
+
+def test_a_csv_file_is_refused_with_every_bad_column_and_its_record(world):
+    """pyarrow stops at the first value it cannot convert and names its column by position only:
+    the error names each column holding such a value, its first one and that value's record
+    (blank lines are no records), and a record with a field missing."""
+    wh, inputs = world
+    line = _run(["write", T, "-w", str(wh), str(inputs / "two-bad-columns.csv")]).stderr.strip()
+    assert _message(line, wh, inputs) == (
+        "in/two-bad-columns.csv: does not fit the table's columns: column 'id' (BIGINT) cannot hold 'x7' "
+        "(record 2); column 'amount' (DOUBLE) cannot hold 'lots' (record 3)")
+    line = _run(["write", T, "-w", str(wh), str(inputs / "short-line.csv")]).stderr.strip()
+    assert _message(line, wh, inputs) == (
+        "in/short-line.csv: does not fit the table's columns: record 2 ('2,2026-11-21') has 2 fields where the "
+        "header has 3")
 
 
 def _message(line: str, wh: Path, inputs: Path) -> str:

@@ -175,9 +175,12 @@ def test_read_changes_job(spark, wh, tmp_path):
     written = spark.read.parquet(out_dir)
     got = sorted((r["rowkind"], r["id"], r["v"]) for r in written.collect())
     assert got == [("+I", 7, "b"), ("+U", 1, "b"), ("-U", 1, "a")] and out["rows"] == 3
+    assert out["row_kinds"] == {"-U": 1, "+U": 1, "+I": 1}
+    assert out["executors"] == 1  # local mode: the driver's one executor read and wrote the changes
     delta = str(tmp_path / "delta")
     out = job("read-changes", "-w", wh, "-t", "db.t", "--start", "0", "--mode", "delta", "--output", delta)
-    assert out["rows"] == 7 and out["row_kinds"] == {"+I": 7}
+    assert out["rows"] == 7 and out["row_kinds"] == {"+I": 7} and out["executors"] == 1
+    assert spark.read.parquet(delta).columns == ["rowkind", "id", "v", "dt"]  # nothing but the changes
 
 
 def test_bad_input_is_one_clear_line(spark, wh, tmp_path):
@@ -212,6 +215,28 @@ def test_bad_sources_fail_with_one_typed_line_and_commit_nothing(spark, wh, tmp_
     assert Catalog(wh).get_table("db.t").latest_snapshot() is None  # nothing committed
     with pytest.raises(SourceError):  # the Python API (operators, resources) gets the same typed error
         run_job("write", spark, TableLocation(wh, "db.t"), {"path": str(tmp_path / "nope.csv"), "format": "csv"})
+
+
+def test_a_malformed_csv_names_every_bad_column_with_its_record(spark, tmp_path):
+    """Spark's FAILFAST error names the first bad value's Java exception only; the job's names
+    each column holding a value its type cannot take (the first one, its file and its record:
+    blank lines are no records) and the first record with a field missing, and commits nothing."""
+    c = Catalog(str(tmp_path / "wh"))
+    c.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("amount", pa.float64()), ("n", pa.int32()),
+                        pa.field("dt", pa.string(), nullable=False)])
+    c.create_table("db.m", schema, primary_keys=["id", "dt"], partition_keys=["dt"], options={"bucket": "2"})
+    source = tmp_path / "two_bad_columns.csv"
+    source.write_text("id,amount,n,dt\n1,1.5,3,2026-11-21\n2,lots,7,2026-11-21\n\n3,2.5,x7,2026-11-21\n"
+                      "4,2.0,many,2026-11-21\n5,2.0\n")
+    error = one_error_line(runner.invoke(app, ["write", "-w", c.warehouse, "-t", "db.m", "--path", str(source),
+                                               "--format", "csv"]))
+    assert error["error"] == "DataError"
+    assert error["message"].replace(f"file:{source}", "F") == (
+        "the CSV source does not fit the table's columns (parse mode FAILFAST; nothing was committed): "
+        "column 'amount' (DOUBLE) cannot hold 'lots' (record 2 of F); column 'n' (INT) cannot hold 'x7' "
+        "(record 3 of F); record 5 of F ('5,2.0') has 2 fields where the header has 4")
+    assert c.get_table("db.m").latest_snapshot() is None
 
 
 def test_source_columns_of_refused_types_fail_on_the_driver_and_commit_nothing(spark, wh, tmp_path):
@@ -345,6 +370,24 @@ def test_older_than_takes_a_duration_or_paimons_timestamp(spark, wh, tmp_path):
     assert error["error"] == "InvalidArgumentError" and "future" in error["message"]
 
 
+def test_retain_max_alone_is_not_refused_for_the_default_retain_min(spark, tmp_path):
+    """``--retain-max 1`` alone keeps one snapshot and one changelog id whatever
+    ``*.num-retained.min`` says (10 for snapshots by default, 20 for changelogs here)."""
+    c = Catalog(str(tmp_path / "wh"))
+    c.create_database("db")
+    c.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                   options={"bucket": "1", "changelog-producer": "input", "write-only": "true",
+                            "changelog.num-retained.min": "20"})
+    w = ["-w", c.warehouse, "-t", "db.t"]
+    for i in range(4):
+        job("write", *w, "--path", source(tmp_path, f"s{i}", [i], "x"))
+    assert job("expire-snapshots", *w, "--retain-max", "1")["to_changelog"] == [1, 2, 3]
+    assert job("expire-changelogs", *w, "--retain-max", "1")["changelog_ids"] == [1, 2]
+    error = one_error_line(runner.invoke(app, ["expire-changelogs", *w, "--retain-min", "3", "--retain-max", "2"]))
+    assert error == {"job": "expire-changelogs", "error": "InvalidArgumentError",
+                     "message": "retain_max (2) must be at least retain_min (3)"}
+
+
 def test_tag_branch_and_consumer_jobs_of_paimons_procedures(spark, wh, tmp_path):
     """The jobs for Paimon's rename_tag, replace_tag, create/rename/delete_branch, fast_forward,
     reset_consumer and clear_consumers procedures, through the command line."""
@@ -385,6 +428,13 @@ def test_an_error_raised_inside_a_task_comes_back_as_its_own_type():
     error = typed_error(RuntimeError("paimonflow.core.errors.InvalidNameError: invalid tag name '..': dots"))
     assert isinstance(error, InvalidNameError) and "dots" in str(error)
     assert typed_error(RuntimeError("a defect")) is None  # not a user's mistake: reported in full
+    # the data source reports its errors without a traceback, after Spark's own words on one line
+    from paimonflow.core.errors import SchemaError
+
+    one_line = RuntimeError("[PYTHON_DATA_SOURCE_ERROR] Failed to initialize Python data source writer: "
+                            "paimonflow.core.errors.SchemaError: column 'id' holds string values\n SQLSTATE: 38000")
+    error = typed_error(one_line)
+    assert isinstance(error, SchemaError) and str(error) == "column 'id' holds string values"
 
 
 def test_sigterm_interrupts_a_job_only_while_it_runs_and_only_from_the_main_thread():

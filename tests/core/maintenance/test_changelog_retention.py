@@ -103,6 +103,22 @@ def test_limit_and_the_latest_changelog_stays(tmp_path):
     assert manager.list_ids() == [first[-1]]  # never the latest changelog
 
 
+def test_retain_max_alone_overrides_the_default_retain_min(tmp_path):
+    """``retain_max`` alone keeps that many changelog ids whatever ``changelog.num-retained.min``
+    (here 30) says, as Paimon's ``expire_changelogs`` procedure does (its omitted ``retain_min`` is
+    1 and its time-to-live infinite); contradicting bounds given together stay one typed error."""
+    t = make(tmp_path, "t", **{"changelog-producer": "input"})
+    write_rounds(t, 8)
+    t.expire_snapshots(older_than_millis=0)
+    manager = ChangelogManager(t.file_io, t.path)
+    ids, latest_s = manager.list_ids(), t.snapshot_manager.latest_id()
+    done = expire_changelogs(t, retain_max=4)  # every changelog is young: only the count applies
+    assert done.changelog_ids == tuple(i for i in ids if i < latest_s - 4 + 1) != ()
+    assert missing_files(t) == []
+    with pytest.raises(InvalidArgumentError, match=r"retain_max \(4\) must be at least retain_min \(5\)"):
+        expire_changelogs(t, retain_min=5, retain_max=4)
+
+
 def test_delete_all_and_snapshot_expiry_runs_changelog_expiry(tmp_path):
     import time
 

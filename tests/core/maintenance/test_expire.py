@@ -232,3 +232,28 @@ def test_expiry_racing_a_reader_that_planned_a_read(catalog, protected):
     else:  # the files are gone: a clear, typed error, never wrong rows
         with pytest.raises(FileNotFoundStorageError, match="no such file"):
             reader.read(splits)
+
+
+def test_a_bound_given_alone_overrides_the_other_bounds_default(catalog):
+    """``retain_max`` alone keeps that many whatever ``snapshot.num-retained.min`` (10) says, and
+    ``retain_min`` alone above ``snapshot.num-retained.max`` keeps that many; two given bounds that
+    contradict each other are one typed error."""
+    t = make(catalog, "alone")
+    for i in range(14):
+        t.write(rows([i], "x"))
+    latest = t.snapshot_manager.latest_id()
+    plan = t.expire_snapshots(retain_max=3, dry_run=True)  # every snapshot is young: only the count applies
+    assert plan.plan.end == latest - 2
+    assert t.expire_snapshots(retain_max=3).expired_snapshots == latest - 3
+    assert t.snapshot_manager.list_ids() == [latest - 2, latest - 1, latest]
+    capped = make(catalog, "capped", **{"snapshot.num-retained.min": "1", "snapshot.num-retained.max": "2",
+                                        "write-only": "true"})  # no expiry after each commit
+    for i in range(6):
+        capped.write(rows([i], "x"))
+    top = capped.snapshot_manager.latest_id()
+    capped.expire_snapshots(retain_min=4, older_than_millis=0)
+    assert capped.snapshot_manager.list_ids() == list(range(top - 3, top + 1))
+    with pytest.raises(InvalidArgumentError, match=r"retain_max \(3\) must be at least retain_min \(4\)"):
+        t.expire_snapshots(retain_min=4, retain_max=3)
+    with pytest.raises(InvalidArgumentError, match="retain_max must be at least 1"):
+        t.expire_snapshots(retain_max=0)
