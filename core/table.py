@@ -68,7 +68,7 @@ class Table:
         self.consumer_manager = ConsumerManager(file_io, path, branch)
         self.manifest_io = ManifestIO(file_io=file_io, table_path=path, schema=schema, options=self.options)
         #: what paimonflow may do with this table (the capability gate, decided once per open)
-        self.capabilities = TableCapabilities.of(identifier, schema.options)
+        self.capabilities = TableCapabilities.of(identifier, schema.options, path)
 
     def __repr__(self) -> str:
         branch = "" if self.branch == MAIN_BRANCH else f", branch={self.branch!r}"

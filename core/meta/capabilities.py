@@ -44,7 +44,7 @@ class Feature(StrEnum):
 
     POSTPONE_BUCKET = "postpone buckets (bucket = -2)"
     PATH_DIRECTORY_OUTSIDE = "a data-file.path-directory outside the table"
-    EXTERNAL_PATHS = "external data paths (data-file.external-paths)"
+    EXTERNAL_PATHS = "external data paths on another storage (data-file.external-paths)"
     ROW_TRACKING = "row tracking (row-tracking.enabled)"
     DATA_EVOLUTION = "data evolution (data-evolution.enabled)"
     FILE_INDEX = "file indexes (file-index.*)"
@@ -78,7 +78,8 @@ REASONS: Mapping[Feature, str] = {
     Feature.POSTPONE_BUCKET: "Paimon's readers see postpone files only after a postpone compaction assigns "
                              "buckets; paimonflow writes and compacts only real buckets",
     Feature.PATH_DIRECTORY_OUTSIDE: "data would live where paimonflow's layout cannot prove what is referenced",
-    Feature.EXTERNAL_PATHS: "new files would be written inside the table instead of the external paths",
+    Feature.EXTERNAL_PATHS: "paimonflow writes a table through one storage backend, and the chosen paths are on "
+                            "another (or the options are invalid)",
     Feature.ROW_TRACKING: "new and compacted files need first_row_id and every snapshot nextRowId",
     Feature.DATA_EVOLUTION: "partial-column files are merged by row id, which paimonflow does not implement",
     Feature.FILE_INDEX: "new and compacted files would lose their bloom-filter and bitmap indexes",
@@ -101,9 +102,34 @@ def _is_inside(directory: str) -> bool:
     return all(part not in ("", "..") for part in directory.strip().strip("/").split("/") if part != ".")
 
 
-def features_of(options: Mapping[str, str]) -> dict[Feature, str]:
+def _storage_family(path: str) -> str:
+    from ..fs import scheme_of
+
+    scheme = scheme_of(path)
+    return {"": "local", "file": "local", "s3a": "s3"}.get(scheme, scheme)
+
+
+def _foreign_external_paths(options: Mapping[str, str], table_path: str | None) -> str | None:
+    """What shows external paths paimonflow cannot write (None when there are none or it can):
+    invalid options, or a chosen path on another storage than the table's."""
+    from ..errors import InvalidOptionError
+    from .layout import ExternalPaths
+
+    try:
+        external = ExternalPaths.of(options)
+    except InvalidOptionError as exc:
+        return str(exc)
+    if external is None:
+        return None
+    home = _storage_family(table_path or "")
+    foreign = [root for root in external.roots if _storage_family(root) != home]
+    return f"data-file.external-paths={','.join(foreign)}" if foreign else None
+
+
+def features_of(options: Mapping[str, str], table_path: str | None = None) -> dict[Feature, str]:
     """The gated features ``options`` (a table's raw options) use, each with what a message should
-    add to the feature's name (the options or values that show it; empty when the name says all)."""
+    add to the feature's name (the options or values that show it; empty when the name says all).
+    ``table_path`` (the table's directory) tells whether external data paths share its storage."""
     from ..options.validate import is_harmless_option
 
     found: dict[Feature, str] = {}
@@ -112,8 +138,9 @@ def features_of(options: Mapping[str, str]) -> dict[Feature, str]:
     directory = options.get("data-file.path-directory")
     if directory is not None and not _is_inside(directory):
         found[Feature.PATH_DIRECTORY_OUTSIDE] = f"data-file.path-directory={directory}"
-    if options.get("data-file.external-paths", "").strip():
-        found[Feature.EXTERNAL_PATHS] = ""
+    foreign = _foreign_external_paths(options, table_path)
+    if foreign is not None:
+        found[Feature.EXTERNAL_PATHS] = foreign
     if _true(options, "row-tracking.enabled"):
         found[Feature.ROW_TRACKING] = ""
     if _true(options, "data-evolution.enabled"):
@@ -142,8 +169,8 @@ class TableCapabilities:
     features: Mapping[Feature, str]
 
     @classmethod
-    def of(cls, table: str, options: Mapping[str, str]) -> TableCapabilities:
-        return cls(table=table, features=features_of(options))
+    def of(cls, table: str, options: Mapping[str, str], table_path: str | None = None) -> TableCapabilities:
+        return cls(table=table, features=features_of(options, table_path))
 
     def refused(self, operation: Operation) -> list[tuple[Feature, str]]:
         """The features (with what shows them) that refuse ``operation``."""

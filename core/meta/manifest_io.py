@@ -236,7 +236,7 @@ class ManifestIO:
             directory = bucket_directory(self._path, self._schema, self._options, m.partition, m.bucket)
             for f in m.all_written_files():
                 with contextlib.suppress(Exception):
-                    self._file_io.delete(join(directory, f.file_name))
+                    self._file_io.delete(f.external_path or join(directory, f.file_name))
             for f in (*getattr(m, "new_index_files", ()), *getattr(m, "compact_index_added", ())):
                 with contextlib.suppress(Exception):
                     self._file_io.delete(f.external_path or join(self._path, "index", f.file_name))

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from ..data import data_file as df
 from ..data.binary_row import serialize_row
 from ..fs import FileIO, join
-from ..meta.layout import bucket_directory
+from ..meta.layout import ExternalPaths, bucket_directory, relative_bucket_path
 from ..meta.manifest import DataFileMeta, SimpleStats
 from ..meta.schema import TableSchema
 from ..options.core import CoreOptions
@@ -38,6 +38,7 @@ class DataFileWriter:
         self._is_pk = bool(schema.primary_keys)
         self._counter, self._lock = 0, threading.Lock()
         self._writer_id = str(uuid.uuid4())
+        self._external = ExternalPaths.of(options.raw)  # None: new files go to their bucket directory
         self._store_pool: ThreadPoolExecutor | None = None
         self._stores: list[Future] = []
         # constant in a bucket (partition columns) or nearly (row kind): always dictionary-encoded
@@ -81,6 +82,15 @@ class DataFileWriter:
 
     def bucket_dir(self, partition: tuple[object, ...], bucket: int) -> str:
         return bucket_directory(self._path, self._schema, self.options, partition, bucket)
+
+    def file_path(self, partition: tuple[object, ...], bucket: int, name: str) -> tuple[str, str | None]:
+        """Where new file ``name`` goes, and its ``external_path`` for the manifest (None: its
+        bucket directory, found from the name)."""
+        if self._external is None:
+            return join(self.bucket_dir(partition, bucket), name), None
+        with self._lock:  # the round-robin position is shared by the writing threads
+            path = self._external.path(relative_bucket_path(self._schema, self.options, partition, bucket), name)
+        return path, path
 
     def new_name(self, prefix: str) -> str:
         """A file name no other writer uses: ``<prefix><writer uuid>-<n>.<format>``."""
@@ -150,7 +160,8 @@ class DataFileWriter:
         )
 
     def describe(self, name: str, size: int, rows: int, ranges, first_key: list, last_key: list,
-                 min_sequence: int, max_sequence: int, deletes: int, level: int, file_source: int) -> DataFileMeta:
+                 min_sequence: int, max_sequence: int, deletes: int, level: int, file_source: int, *,
+                 external_path: str | None = None) -> DataFileMeta:
         """The manifest's description of a written file, from its column ranges and key bounds."""
         value_names = self.arrow_schema.names
         value_types = self.arrow_schema.types
@@ -184,7 +195,7 @@ class DataFileWriter:
             embedded_index=None,
             file_source=file_source,
             value_stats_cols=() if self.options.stats_mode == "none" else None,
-            external_path=None,
+            external_path=external_path,
             first_row_id=None,
             write_cols=None,
         )
@@ -205,7 +216,8 @@ class DataFileWriter:
         payload, footer = df.encode_file(self.physical(table, kinds, sequence), options.file_format,
                                          compression=options.file_compression, zstd_level=options.zstd_level,
                                          dictionary_hint=self.dictionary_hint)
-        self._store(join(self.bucket_dir(partition, bucket), name), payload)
+        path, external = self.file_path(partition, bucket, name)
+        self._store(path, payload)
         if footer is not None:
             ranges = df.ranges_from_parquet(footer, table.column_names, [f.type for f in table.schema])
         else:
@@ -213,7 +225,8 @@ class DataFileWriter:
         first = [table.column(k)[0].as_py() for k in self.primary_keys]
         last = [table.column(k)[-1].as_py() for k in self.primary_keys]
         return self.describe(name, len(payload), table.num_rows, ranges, first, last,
-                             int(sequence.min()), int(sequence.max()), df.row_kind_counts(kinds), level, file_source)
+                             int(sequence.min()), int(sequence.max()), df.row_kind_counts(kinds), level, file_source,
+                             external_path=external)
 
     def _value_stats(self, ranges, types) -> SimpleStats:
         mode = self.options.stats_mode
@@ -234,10 +247,9 @@ class ParquetStream:
                  level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> None:
         self._owner, self._level, self._source = owner, level, file_source
         self.name = owner.new_name(prefix)
-        directory = owner.bucket_dir(partition, bucket)
-        owner.file_io.mkdirs(directory)
+        self._path, self._external = owner.file_path(partition, bucket, self.name)
+        owner.file_io.mkdirs(self._path.rsplit("/", 1)[0])
         fs, to_path = owner.file_io.arrow_filesystem()
-        self._path = join(directory, self.name)
         self._sink = fs.open_output_stream(to_path(self._path))
         self._writer: pq.ParquetWriter | None = None
         self._pending: list[pa.Table] = []
@@ -301,5 +313,6 @@ class ParquetStream:
         owner = self._owner
         ranges = df.ranges_from_parquet(footer, owner.arrow_schema.names, owner.arrow_schema.types)
         return owner.describe(self.name, size, self._rows, ranges, self._first_key, self._last_key,
-                                self._min_sequence, self._max_sequence, self._deletes, self._level, self._source)
+                              self._min_sequence, self._max_sequence, self._deletes, self._level, self._source,
+                              external_path=self._external)
 

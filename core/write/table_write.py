@@ -578,7 +578,7 @@ class TableWrite:
         directory = self.bucket_dir(partition, bucket)
         for f in obsolete:
             with contextlib.suppress(Exception):
-                self._file_io.delete(join(directory, f.file_name))
+                self._file_io.delete(f.external_path or join(directory, f.file_name))
 
     def flush(self) -> None:
         """Write every buffered row as level-0 files now (``prepare_commit`` does this too)."""
