@@ -454,6 +454,8 @@ class PaimonflowStreamReader(DataSourceStreamReader):
 
     def __init__(self, location: TableLocation, options: Mapping[str, str], schema, *,
                  parallelism: int = DEFAULT_PARALLELISM) -> None:
+        if _first(options, "partitions") is not None:
+            raise InvalidArgumentError("the partitions option is for batch reads; filter the stream instead")
         table = location.open()
         table.capabilities.require(Operation.READ)  # on the driver, before Spark plans anything
         self.location, self.options = location.pinned(table.schema.id), dict(options)

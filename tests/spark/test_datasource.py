@@ -141,6 +141,16 @@ def test_a_bad_partitions_option_is_one_typed_line(spark, catalog, table, option
     assert "Traceback" not in str(raised.value)
 
 
+def test_a_stream_refuses_the_partitions_option_rather_than_ignore_it(spark, catalog, table):
+    stream = (spark.readStream.format("paimonflow").option("warehouse", catalog.warehouse)
+              .option("partitions", "dt=x").load("db.t").writeStream.format("memory").queryName("never").start())
+    try:
+        with pytest.raises(Exception, match="the partitions option is for batch reads"):
+            stream.processAllAvailable()
+    finally:
+        stream.stop()
+
+
 def test_a_bad_columns_option_names_the_columns(spark, catalog, table):
     with pytest.raises(Exception, match=r"the columns option names \['nope'\]") as raised:
         reader(spark, catalog).option("columns", "id,nope").load("db.t")
