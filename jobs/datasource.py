@@ -211,14 +211,12 @@ def _partition_filter(table, text: str | None):
     procedures take it) as a predicate on the partition columns, None when not given."""
     if text is None:
         return None
-    from paimonflow.core.data.partition import parse_partition_value
+    from paimonflow.core.data.partition import partition_predicate
     from paimonflow.core.errors import SchemaError
-    from paimonflow.core.predicate import col
 
     from .write import partition_spec
 
-    arrow = table.arrow_schema
-    chosen = None
+    specs = []
     for spec_text in text.split(";"):
         spec = partition_spec(spec_text.strip())
         if not spec:
@@ -227,14 +225,8 @@ def _partition_filter(table, text: str | None):
         if outside:
             raise SchemaError(f"the partitions option names {outside}, which are not partition columns of "
                               f"{table.identifier!r} (its partition keys are {list(table.partition_keys)})")
-        terms = []
-        for key, value_text in spec.items():
-            value = parse_partition_value(value_text, arrow.field(key).type, key=key,
-                                          default_name=table.options.partition_default_name)
-            terms.append(col(key).is_null() if value is None else col(key) == value)
-        one = functools.reduce(lambda a, b: a & b, terms)
-        chosen = one if chosen is None else chosen | one
-    return chosen
+        specs.append(spec)
+    return partition_predicate(specs, table.arrow_schema, default_name=table.options.partition_default_name)
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -438,7 +430,7 @@ def _added(rows: pa.Table) -> pa.Table:
 
 def _with_insert_kind(batch: pa.RecordBatch) -> pa.Table:
     table = pa.Table.from_batches([batch])
-    return table.add_column(0, ROWKIND, pa.array(["+I"] * table.num_rows, pa.string()))
+    return table.add_column(0, ROWKIND, pa.repeat(pa.scalar("+I", pa.string()), table.num_rows))
 
 
 # -- streaming reads -------------------------------------------------------------------------------

@@ -16,18 +16,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..data.partition import parse_partition_value
+from ..data.partition import partition_predicate
 from ..errors import CommitOutcomeUnknownError, SchemaError
 from ..maintenance.context import TableOps
 from ..meta.snapshots import CommitKind
-from ..predicate import Predicate, col
 from ..read.scan import Split
 from ..write.commit import BATCH_COMMIT_IDENTIFIER
 from ..write.messages import CommitMessage
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from ..meta.index_files import IndexFileMeta
 
 
@@ -53,25 +50,6 @@ class CompactionResult:
                 for name in self.__slots__}
 
 
-def _partition_filter(specs: Sequence[Mapping[str, object]] | None, schema: pa.Schema) -> Predicate | None:
-    """The partitions ``specs`` name, as a predicate. A spec value that is text (``hh=10``, as the
-    jobs' ``--partition`` gives it) is parsed as the partition column's type, as Paimon parses
-    partition specs; any other value is compared as given (and must convert exactly)."""
-    if not specs:
-        return None
-    predicate: Predicate | None = None
-    for spec in specs:
-        if not spec:
-            return None  # an empty spec is the whole table
-        terms = [col(key) == (parse_partition_value(value, schema.field(key).type, key=key)
-                              if isinstance(value, str) else value) for key, value in spec.items()]
-        clause = terms[0]
-        for term in terms[1:]:
-            clause = clause & term
-        predicate = clause if predicate is None else predicate | clause
-    return predicate
-
-
 def _start(table: TableOps, partitions, buckets, commit_user, commit_identifier):
     """Validate the request; returns ``(committer, identifier, splits, early result or None)``.
 
@@ -92,7 +70,7 @@ def _start(table: TableOps, partitions, buckets, commit_user, commit_identifier)
     if snapshot is None:
         return committer, identifier, [], CompactionResult(snapshot_id=None)
     wanted = set(buckets) if buckets is not None else None
-    where = _partition_filter(partitions, table.arrow_schema)
+    where = partition_predicate(partitions, table.arrow_schema, default_name=table.options.partition_default_name)
     splits = [s for s in table.plan(filter=where, snapshot_id=snapshot.id, all_levels=True)
               if wanted is None or s.bucket in wanted]
     require_file_metadata(table.identifier, (f for s in splits for f in s.files), Operation.COMPACT)

@@ -24,7 +24,7 @@ import math
 import re
 import struct
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import DataError, SchemaError, UnsupportedError
+from ..predicate import Predicate, col
 from .binary_row import FieldEncoding, FieldKind, epoch_millis_nanos, field_encoding, unscaled_decimal
 from .keys import stable_integer_order
 
@@ -626,3 +627,28 @@ def _rows_by_code(codes: np.ndarray, count: int, offset: int) -> tuple[list[int]
     counts = np.bincount(codes, minlength=count)
     present = np.flatnonzero(counts)
     return present.tolist(), np.split(order, np.cumsum(counts[present])[:-1])
+
+
+def partition_predicate(specs: Sequence[Mapping[str, object]] | None, schema: pa.Schema, *,
+                        default_name: str = DEFAULT_PARTITION_NAME) -> Predicate | None:
+    """The partitions ``specs`` name (``[{"dt": "2026-11-21", "hh": "10"}, ...]``, or'ed), as a
+    predicate on the partition columns; None for the whole table (no spec, or an empty one).
+
+    A value given as text (``hh=10``, as the jobs' ``--partition`` and Paimon's procedures take
+    it) is parsed as the column's type, as a partition directory is; ``default_name`` (the
+    table's ``partition.default-name``) and None both select the null partition (``IS NULL``).
+    Any other value is compared as given."""
+    if not specs:
+        return None
+    chosen: Predicate | None = None
+    for spec in specs:
+        if not spec:
+            return None
+        clause: Predicate | None = None
+        for key, given in spec.items():
+            value = (parse_partition_value(given, schema.field(key).type, key=key, default_name=default_name)
+                     if isinstance(given, str) else given)
+            term = col(key).is_null() if value is None else col(key) == value
+            clause = term if clause is None else clause & term
+        chosen = clause if chosen is None else chosen | clause
+    return chosen

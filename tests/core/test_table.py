@@ -446,6 +446,21 @@ def test_compaction_partition_specs_are_text_parsed_as_the_partition_columns_typ
         t.compact(full=True, partitions=[{"hh": 9.5}])
 
 
+def test_compaction_of_the_default_partition_by_its_name(catalog):
+    """``--partition dt=__DEFAULT_PARTITION__`` (the table's ``partition.default-name``) names the
+    null partition, as the Spark source's ``partitions`` option does (once it compared with None
+    and compacted nothing)."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string())])
+    t = catalog.create_table("db.nulls", schema, partition_keys=["dt"],
+                             options={"write-only": "true", "partition.default-name": "none"})
+    for _ in range(2):
+        t.write(pa.table({"id": [1, 2], "dt": [None, "a"]}, schema=schema))
+    result = t.compact(full=True, partitions=[{"dt": "none"}])
+    assert result.files_read == 2
+    files = sorted(r["partition"] for r in t.system_table("files").to_pylist())
+    assert files == ["{dt=None}", "{dt=a}", "{dt=a}"]  # the null partition's two files are one
+
+
 def test_full_compaction_of_an_append_table_and_its_conflict(catalog):
     schema = pa.schema([("n", pa.int64())])
     t = catalog.create_table("db.ac", schema)
