@@ -398,13 +398,20 @@ class PaimonflowReader(DataSourceReader):
         latest = table.snapshot_manager.latest()
         if latest is None or latest.id == partition.snapshot_id:
             return planned if latest is not None else []
-        if latest.schema_id != self.read_schema.id:
+        if latest.schema_id != self.read_schema.id and not _same_columns(
+                table.schema_manager.schema(latest.schema_id), self.read_schema):
             from paimonflow.core.errors import SchemaError
 
             raise SchemaError(f"the schema of table {self.location.identifier!r} changed (schema {self.read_schema.id} "
                               f"to {latest.schema_id}) since this DataFrame or view was planned: load it again")
         return [s for s in table.plan(filter=self.predicate, snapshot_id=latest.id)
                 if _slot_of(_bucket_key(s), self.planned, self.slots) == partition.slot]
+
+
+def _same_columns(a, b) -> bool:
+    """Whether two schemas of a table read alike: same columns and keys (an options or comment
+    change makes a new schema a planned read can still follow)."""
+    return (a.fields, a.partition_keys, a.primary_keys) == (b.fields, b.partition_keys, b.primary_keys)
 
 
 def _between(options: Mapping[str, str]) -> tuple[int, int, str] | None:

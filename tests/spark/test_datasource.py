@@ -131,6 +131,24 @@ def test_a_dataframe_and_its_views_read_the_table_as_it_is_at_each_action(spark,
     check()
 
 
+def test_a_dataframe_follows_an_options_change_and_refuses_a_column_change_in_one_line(spark, catalog, table):
+    """An options-only change makes a new schema with the same columns: a planned DataFrame reads
+    on (it once refused as if its columns had changed); a new column is one typed line."""
+    from paimonflow.core.meta.schema_changes import AddColumn, SetOption
+
+    df = reader(spark, catalog).load("db.t")
+    assert as_set(df.collect()) == core_set(table)
+    t = catalog.get_table("db.t")
+    t.alter([SetOption("snapshot.num-retained.min", "20")])
+    catalog.get_table("db.t").write(pa.table({"id": [9], "v": ["new"], "dt": ["x"]}, schema=SCHEMA))
+    assert as_set(df.collect()) == core_set(catalog.get_table("db.t"))
+    t = catalog.get_table("db.t")
+    t.alter([AddColumn("note", pa.string())])
+    catalog.get_table("db.t").write(pa.table({"id": [10], "v": ["w"], "dt": ["y"], "note": ["n"]}))
+    with pytest.raises(Exception, match=r"SchemaError: the schema of table 'db.t' changed .* load it again"):
+        df.collect()
+
+
 @pytest.mark.parametrize(("option", "message"), [
     ("dt=x,v=a", r"\['v'\], which are not partition columns"),
     ("dt", r"must be k=v"),
