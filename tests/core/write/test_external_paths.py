@@ -111,3 +111,33 @@ def test_bad_strategy_options_are_one_typed_line():
                           "data-file.external-paths.strategy": "weight-robin", "data-file.external-paths.weights": "1"})
     with pytest.raises(InvalidOptionError, match="no scheme"):
         ExternalPaths.of({"data-file.external-paths": "/a", "data-file.external-paths.strategy": "round-robin"})
+
+
+@pytest.mark.s3
+def test_external_roots_on_the_tables_object_store(s3_bucket, s3_storage_options):
+    """A table on S3 with external roots in the same store (another prefix of the bucket): files
+    land under the roots, reads, compaction, expiry and orphan removal follow them there."""
+    roots = [f"s3://{s3_bucket}/ext1", f"s3://{s3_bucket}/ext2"]
+    catalog = Catalog(f"s3://{s3_bucket}/wh", storage_options=s3_storage_options)
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"], options={
+        "bucket": "2", "data-file.external-paths": ",".join(roots),
+        "data-file.external-paths.strategy": "round-robin",
+        "snapshot.num-retained.min": "1", "snapshot.num-retained.max": "1"})
+    for i in range(4):
+        table.write(rows(range(i, i + 20), v=f"w{i}"))
+    table = catalog.get_table("db.t")
+    before = {f.external_path for f in live_files(table)}
+    assert {p.split("/")[3] for p in before} == {"ext1", "ext2"}  # both roots, inside the bucket
+    assert all(table.file_io.exists(p) for p in before)
+    expected = {(r["id"], r["v"]) for r in table.read().to_pylist()}
+    assert len(expected) == 23
+    table.compact(full=True)
+    table = catalog.get_table("db.t")
+    after = {f.external_path for f in live_files(table)}
+    assert after and all(p.startswith(tuple(roots)) for p in after) and not before & after
+    table.expire_snapshots(retain_min=1, retain_max=1)
+    assert not any(table.file_io.exists(p) for p in before)
+    catalog.get_table("db.t").remove_orphan_files(older_than_millis=0, min_older_than_millis=0)
+    assert all(table.file_io.exists(p) for p in after)
+    assert {(r["id"], r["v"]) for r in catalog.get_table("db.t").read().to_pylist()} == expected
