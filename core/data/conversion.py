@@ -483,6 +483,10 @@ def bind_predicate(predicate: Predicate | None, schema: pa.Schema,
         if index < 0:
             return values, bound
         target = schema.field(index).type
+        if values and pa.types.is_nested(target):
+            raise SchemaError(f"column {column!r} is a nested column ({types.get(column) or target}): a filter "
+                              f"compares only columns "
+                              f"of scalar types (a nested column can be tested for null)")
         if bound == target:
             return values, bound
         return convert_literals(column, values, target, types.get(column)), target
