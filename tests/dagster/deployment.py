@@ -175,6 +175,12 @@ class DagsterDeployment:
                 metadataEntries { label ... on IntMetadataEntry { intValue } } } } } }""", key={"path": path})
         return (data["assetOrError"] or {}).get("assetMaterializations") or []
 
+    def run_messages(self, run_id: str) -> list[tuple[str | None, str]]:
+        """Every message event of a run, as ``(step key, message)``, in order."""
+        data = self.graphql("""query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection {
+            events { ... on MessageEvent { message stepKey } } } } }""", id=run_id)
+        return [(e.get("stepKey"), e["message"]) for e in data["logsForRun"]["events"] if e.get("message")]
+
     def wait_for_success(self, job: str, *, count: int = 1, timeout: float = 420) -> list[dict[str, Any]]:
         """Wait until ``job`` has ``count`` finished runs; every one must have succeeded."""
         def finished():

@@ -117,6 +117,11 @@ def test_the_schedule_tick_runs_the_maintenance_job(deployed):
     tags = {t["key"]: t["value"] for t in run["tags"]}
     assert "dagster/schedule_name" in tags
     assert table(deployed, "shop.orders").tags.list(), "the maintenance job tagged the day"
+    # with every job spark-submitted, the metadata-only ones (the expiries) ran on the core:
+    # seconds, not a Spark application each; compaction and orphan removal were submitted
+    on_core = {step for step, message in deployed.run_messages(run["runId"])
+               if "a metadata-only job, run on the core" in message}
+    assert on_core == {"expire_snapshots_shop_orders", "expire_tags_shop_orders"}, on_core
 
 
 def test_terminating_a_run_stops_its_submitted_job_before_it_commits(deployed):
