@@ -1,8 +1,8 @@
 """Avro data files (``file.format=avro``) through fastavro.
 
-Avro is a row format, so this path goes through Python rows (fastavro encodes and decodes them);
-it exists for compatibility with tables that use it, not for speed (Parquet is the default and
-the fast path). Everything around the row codec is columnar: temporal values travel as integers,
+Avro is a row format. Flat tables are written by the vectorized encoder of :mod:`.avro_encode`
+(byte-identical to fastavro); nested ones, and all reads, go through Python rows (fastavro encodes
+and decodes them). Everything around the row codec is columnar: temporal values travel as integers,
 and maps are rebuilt from their key/value arrays.
 
 The schema is the one Apache Paimon's ``AvroSchemaConverter`` derives (Java 0.9 to 2.x):
@@ -36,6 +36,7 @@ import fastavro
 import pyarrow as pa
 
 from ..errors import DataError, UnsupportedError
+from . import avro_encode
 
 _CODECS = {"zstd": "zstandard", "snappy": "snappy", "none": "null", "gzip": "deflate", "lz4": "lz4"}
 NAMESPACE = "org.apache.paimon.avro.generated"
@@ -162,9 +163,38 @@ def _wire(array: pa.Array) -> pa.Array:
     return lists.from_arrays(offsets, values, mask=mask)
 
 
-def write_avro_table(table: pa.Table, codec: str) -> bytes:
-    """``table`` as an Avro data file (Paimon's schema, see the module docstring)."""
-    parsed = fastavro.parse_schema(avro_schema(table.schema))
+def write_avro_table(table: pa.Table, codec: str, *, sync_marker: bytes = b"") -> bytes:
+    """``table`` as an Avro data file (Paimon's schema, see the module docstring).
+
+    Flat tables (every column a primitive, decimal or temporal type) are encoded column-wise by
+    :mod:`.avro_encode`, byte-identical to fastavro's encoding of the same rows; others go through
+    Python rows and fastavro. ``sync_marker`` is the file's 16-byte sync marker, random if empty
+    (give one for reproducible files).
+    """
+    schema = avro_schema(table.schema)
+    parsed = fastavro.parse_schema(schema)
+    plan = avro_encode.flat_record_plan(schema, [_wire_type(t) for t in table.schema.types])
+    if plan is not None and table.num_columns:
+        columns = [_wire(column.combine_chunks()) for column in table.columns]
+        try:
+            for column in columns:
+                column.validate(full=True)  # UTF-8 and decimal precision, which the row path checks
+            records = avro_encode.encode_records(plan, columns)
+        except ValueError:  # pa.ArrowInvalid included
+            pass  # the row path raises its own error for these values
+        else:
+            return avro_encode.container_file(parsed, records, codec=_CODECS.get(codec, "null"),
+                                              sync_marker=sync_marker)
+    return _write_avro_rows(table, parsed, codec, sync_marker=sync_marker)
+
+
+def _wire_type(t: pa.DataType) -> pa.DataType:
+    """The Arrow type of :func:`_wire`'s result for a column of type ``t``."""
+    return _wire(pa.array([], t)).type
+
+
+def _write_avro_rows(table: pa.Table, parsed: Any, codec: str, *, sync_marker: bytes = b"") -> bytes:
+    """``table`` as an Avro data file through Python rows and ``fastavro.writer``."""
     columns = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         if _needs_wire(column.type):
@@ -175,7 +205,7 @@ def write_avro_table(table: pa.Table, codec: str) -> bytes:
     sink = io.BytesIO()
     # (name, row): fastavro's union notation, which picks the record branch without validating each row
     fastavro.writer(sink, parsed, zip(itertools.repeat(f"{NAMESPACE}.{RECORD_NAME}"), rows),
-                    codec=_CODECS.get(codec, "null"))
+                    codec=_CODECS.get(codec, "null"), sync_marker=sync_marker)
     return sink.getvalue()
 
 
