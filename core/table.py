@@ -133,7 +133,8 @@ class Table:
     # -- writing -----------------------------------------------------------------------------
 
     def new_write(self, *, spill_dir: str | None = None, overwrite: bool = False, sequence_stride: int = 1,
-                  sequence_offset: int = 0, compact: bool = True) -> TableWrite:
+                  sequence_offset: int = 0, compact: bool = True, commit_user: str | None = None,
+                  postpone_buckets: int | None = None) -> TableWrite:
         """A writer producing commit messages (for distributed writers: one per task).
 
         It starts from the latest snapshot: sequence numbers continue there, and a writer that
@@ -143,15 +144,26 @@ class Table:
         ``sequence_stride``/``sequence_offset``: writer ``p`` of ``n`` parallel writers that may
         share buckets (Spark tasks) passes ``n``/``p`` so their sequence numbers never collide;
         such writers pass ``compact=False`` too (two writers must never compact one bucket).
+        A postpone-bucket table's writer (``bucket = -2``) writes every row to the postpone bucket
+        and never compacts; ``commit_user`` (the committer's) names its files as Paimon's.
+        ``postpone_buckets`` makes instead a writer of that many real buckets of a postpone-bucket
+        table, that compacts (the postpone compaction's: :mod:`paimonflow.core.compact.postpone`).
         """
+        from .write.postpone import is_postpone, real_bucket_options
+
         self.capabilities.require(Operation.WRITE)
         latest = self.snapshot_manager.latest()
-        # unaware-bucket append writers and overwrite writers never compact
-        compacting = (bool(self.primary_keys) or self.options.bucket > 0) and not overwrite and compact
+        options = self.options
+        if postpone_buckets is not None:
+            options = real_bucket_options(options, postpone_buckets)
+        # unaware-bucket append writers, overwrite writers and postpone writers never compact
+        compacting = ((bool(self.primary_keys) or options.bucket > 0) and not overwrite and compact
+                      and not is_postpone(options))
         start = SnapshotStart(self, latest, overwrite=overwrite)
-        return TableWrite(file_io=self.file_io, table_path=self.path, schema=self.schema, options=self.options,
+        return TableWrite(file_io=self.file_io, table_path=self.path, schema=self.schema, options=options,
                           start=start, compactor_factory=start.compactor if compacting else None,
-                          spill_dir=spill_dir, sequence_stride=sequence_stride, sequence_offset=sequence_offset)
+                          spill_dir=spill_dir, sequence_stride=sequence_stride, sequence_offset=sequence_offset,
+                          commit_user=commit_user)
 
     def new_commit(self, commit_user: str | None = None, *, clock: Callable[[], float] | None = None) -> TableCommit:
         """A committer for messages of :meth:`new_write` (one per job, on the driver).
@@ -200,7 +212,7 @@ class Table:
         existing = committer.already_committed(identifier)
         if existing is not None:
             return committer.commit([], commit_identifier=identifier)
-        with self.new_write(overwrite=spec is not None) as writer:
+        with self.new_write(overwrite=spec is not None, commit_user=committer.commit_user) as writer:
             try:
                 messages = writer.write_all(data, row_kinds=row_kinds)
             except BaseException:
@@ -271,12 +283,17 @@ class Table:
         Paimon's universal compaction once per bucket (primary-key tables): it compacts only the
         buckets whose sorted runs call for it, upgrading large non-overlapping files without
         rewriting them. Returns a :class:`~paimonflow.core.compact.dedicated.CompactionResult`.
-        Exactly-once with a commit identity, like :meth:`write`.
+        Exactly-once with a commit identity, like :meth:`write`. On a postpone-bucket table
+        (``bucket = -2``) this is Paimon's postpone compaction instead (``full`` does not apply;
+        partitions and buckets are refused): :mod:`paimonflow.core.compact.postpone`.
         """
         from .compact.dedicated import full_compaction, minor_compaction
         from .maintenance.post_commit import forced_maintenance
+        from .write.postpone import is_postpone
 
         run = full_compaction if full else minor_compaction
+        if is_postpone(self.options):  # Paimon's compaction of a postpone table assigns buckets
+            from .compact.postpone import postpone_compaction as run
         with forced_maintenance():  # a dedicated compaction maintains even write-only tables, as in Paimon
             return run(self, partitions=partitions, buckets=buckets, commit_user=commit_user,
                        commit_identifier=commit_identifier)
@@ -449,7 +466,8 @@ class Table:
             elif read_optimized:
                 top = options.num_levels - 1
                 level_filter = lambda level: level == top  # noqa: E731
-        planner = ScanPlanner(table_path=self.path, schema=schema, options=options, schemas=self._schema_by_id)
+        planner = ScanPlanner(table_path=self.path, schema=schema, options=options, schemas=self._schema_by_id,
+                              file_io=self.file_io)
         splits = planner.plan(entries, filter, level_filter=level_filter)
         if options.deletion_vectors and splits:
             vectors = self.deletion_vectors(snapshot, [(s.partition, s.bucket) for s in splits])

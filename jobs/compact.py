@@ -9,7 +9,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from paimonflow.core.compact.dedicated import commit_compaction, plan_compaction, run_compaction_task
 from paimonflow.core.faults import crash_point
+from paimonflow.core.write.postpone import is_postpone
 
+from .compact_postpone import compact_postpone
 from .location import TableLocation
 from .result import JobResult, Stopwatch
 from .tasks import run_tasks
@@ -21,6 +23,9 @@ def compact(spark, location: TableLocation, *, full: bool = True,
     watch = Stopwatch()
     table = location.open()
     location = location.pinned(table.schema.id)
+    if is_postpone(table.options):
+        return compact_postpone(spark, location, table, partitions=partitions, buckets=buckets,
+                                commit_user=commit_user, commit_identifier=commit_identifier, watch=watch)
     plan = plan_compaction(table, full=full, partitions=partitions, buckets=buckets, commit_user=commit_user,
                            commit_identifier=commit_identifier)
     if plan.done is not None:

@@ -11,7 +11,9 @@ Batch reads: splits (partition, bucket) packed into Spark partitions by size (``
 Paimon's ``source.split.target-size`` and ``source.split.open-file-cost``, the session's default
 parallelism). Each action reads the table as it is then, though PySpark keeps a DataFrame's first
 plan (see :class:`PaimonflowReader`); so no filter is taken from Spark: the ``partitions`` and
-``columns`` options (or a user-given schema with fewer columns) read less. Time travel with
+``columns`` options (or a user-given schema with fewer columns) read less; on a row-tracking
+table ``columns`` may name ``_ROW_ID`` and ``_SEQUENCE_NUMBER``, as Paimon's engines expose
+them. Time travel with
 ``snapshot-id``, ``tag`` or ``timestamp-millis`` (Paimon's ``scan.snapshot-id`` /
 ``scan.tag-name`` / ``scan.timestamp-millis`` are accepted too); ``incremental-between`` as
 Paimon's batch read (docs/spark.md, "Incremental reads"). ``with-rowkind=true`` adds Paimon's row
@@ -56,6 +58,7 @@ from paimonflow.core.errors import InvalidArgumentError, PaimonflowError, Unsupp
 from paimonflow.core.meta.capabilities import Operation
 from paimonflow.core.options.core import CoreOptions
 from paimonflow.core.read.incremental import ROWKIND
+from paimonflow.core.read.row_tracking import tracking_fields
 
 from .location import TableLocation, location_from_options
 from .splits import DEFAULT_PARALLELISM, SplitPacking
@@ -148,11 +151,13 @@ class PaimonflowDataSource(DataSource):
         arrow = table.read_schema(**_travel(self.options)).arrow_schema()  # time travel: the snapshot's columns
         columns = _columns(self.options)
         if columns is not None:
-            unknown = [c for c in columns if c not in arrow.names]
+            # Paimon's engines also expose _ROW_ID and _SEQUENCE_NUMBER of row-tracking tables
+            readable = pa.schema([*arrow, *tracking_fields(table.options.raw).values()])
+            unknown = [c for c in columns if c not in readable.names]
             if unknown:
                 raise InvalidArgumentError(f"the columns option names {unknown}, which table "
-                                           f"{table.identifier!r} does not have; its columns are {arrow.names}")
-            arrow = pa.schema([arrow.field(c) for c in columns])
+                                           f"{table.identifier!r} does not have; its columns are {readable.names}")
+            arrow = pa.schema([readable.field(c) for c in columns])
         if _flag(self.options, "with-rowkind"):
             arrow = arrow.insert(0, pa.field(ROWKIND, pa.string(), nullable=False))
         return from_arrow_schema(arrow)
@@ -302,7 +307,8 @@ class PaimonflowReader(DataSourceReader):
         travel = _travel(self.options)
         self.follows_latest = not travel and self.between is None
         self.read_schema = table.read_schema(**travel)  # a time-travel read: the snapshot's own schema
-        unknown = [c for c in self.columns if c not in self.read_schema.arrow_schema().names]
+        unknown = [c for c in self.columns if c not in self.read_schema.arrow_schema().names
+                   and c not in tracking_fields(self.read_schema.options)]
         if unknown:
             raise InvalidArgumentError(f"the schema names columns {unknown} that table {location.identifier!r} "
                                        "does not have")

@@ -164,13 +164,14 @@ def write_batches(table, batches: Iterator[pa.RecordBatch], *, row_kind_column: 
         writer.close()
 
 
-def _writer_task(location: TableLocation, overwrite: bool, row_kind_column: str | None):
+def _writer_task(location: TableLocation, overwrite: bool, row_kind_column: str | None,
+                 commit_user: str | None = None):
     """mapInArrow function: write this task's rows (it owns their buckets); yield its pickled
     commit messages."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         messages = write_batches(location.open(), batches, row_kind_column=row_kind_column, drop=[BUCKET_COLUMN],
-                                 overwrite=overwrite)
+                                 overwrite=overwrite, commit_user=commit_user)
         yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(messages)], "executor": [executor_identity()]},
                                          schema=pa.schema([("payload", pa.binary()), ("executor", pa.string())]))
 
@@ -226,7 +227,8 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
     else:
         shuffled = by(*partitions, BUCKET_COLUMN)
     try:
-        payloads = shuffled.mapInArrow(_writer_task(location, overwrite is not None, row_kind_column),
+        payloads = shuffled.mapInArrow(_writer_task(location, overwrite is not None, row_kind_column,
+                                                    committer.commit_user),
                                        PAYLOAD_SCHEMA).collect()
     except Exception as exc:
         if isinstance(source, WriteSource) and source.path and source.format == "csv" and is_malformed_record(exc):

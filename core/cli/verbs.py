@@ -171,12 +171,14 @@ def read(
     snapshot: Annotated[int | None, typer.Option(help="Time travel to a snapshot id.")] = None,
     tag: Annotated[str | None, typer.Option(help="Time travel to a tag.")] = None,
     output: Annotated[Path | None, typer.Option(help="Write all rows to a .parquet or .csv file instead.")] = None,
+    column: Annotated[list[str] | None, typer.Option(
+        help="Only these columns (row-tracking tables also have _ROW_ID and _SEQUENCE_NUMBER); repeatable")] = None,
 ) -> None:
     """Print rows (or save them to a file)."""
     if limit < 0:
         raise InvalidArgumentError(f"--limit must be 0 (all rows) or more, not {limit}")
     table = _catalog(warehouse).get_table(identifier)
-    rows = table.read(snapshot_id=snapshot, tag=tag)
+    rows = table.read(snapshot_id=snapshot, tag=tag, columns=column)
     if output is not None:
         _save(rows, output)
         out.done(f"wrote {rows.num_rows} rows to {output}", {"rows_written": rows.num_rows, "path": str(output)})

@@ -1,6 +1,6 @@
 """Compaction: which files to rewrite (the pickers, pure) and rewriting them: one primary-key bucket
-(:mod:`.merge_tree`), append tables (:mod:`.append_rewrite`) and the dedicated full compaction job
-(:mod:`.dedicated`).
+(:mod:`.merge_tree`), append tables (:mod:`.append_rewrite`), the dedicated full compaction job
+(:mod:`.dedicated`) and the postpone compaction of ``bucket = -2`` tables (:mod:`.postpone`).
 
 The pickers: merge-tree levels, Paimon's universal picking, and task planning, as
 pure functions over :class:`~paimonflow.core.meta.manifest.DataFileMeta` that read or write no

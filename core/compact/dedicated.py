@@ -154,7 +154,8 @@ def run_compaction_task(table: TableOps, task: CompactionTask) -> CommitMessage 
         from ..meta.index_files import DELETION_VECTORS, write_dv_file
 
         live = {name: bitmap for name, bitmap in done.vectors.items() if bitmap}
-        added = (write_dv_file(table.file_io, table.index_dir, live),) if live else ()
+        added = ((write_dv_file(table.file_io, table.index_dir, live, bitmap64=table.options.deletion_vectors_bitmap64),)
+                 if live else ())
         snapshot = table.snapshot_manager.snapshot(task.snapshot_id) if task.snapshot_id else None
         vector_files = table.index_files_of(snapshot, DELETION_VECTORS)
         deleted = tuple(vector_files.get((tuple(split.partition), split.bucket), ()))

@@ -20,6 +20,7 @@ the default partition name (``partition.default-name``, ``__DEFAULT_PARTITION__`
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 import struct
@@ -644,11 +645,11 @@ def partition_predicate(specs: Sequence[Mapping[str, object]] | None, schema: pa
     for spec in specs:
         if not spec:
             return None
-        clause: Predicate | None = None
+        terms: list[Predicate] = []
         for key, given in spec.items():
             value = (parse_partition_value(given, schema.field(key).type, key=key, default_name=default_name)
                      if isinstance(given, str) else given)
-            term = col(key).is_null() if value is None else col(key) == value
-            clause = term if clause is None else clause & term
+            terms.append(col(key).is_null() if value is None else col(key) == value)
+        clause = functools.reduce(lambda a, b: a & b, terms)
         chosen = clause if chosen is None else chosen | clause
     return chosen

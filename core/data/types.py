@@ -18,7 +18,10 @@ Arrow (pypaimon's mapping, which is also how Java Paimon lays out Parquet): CHAR
 keeps milliseconds of the day whatever p is), TIMESTAMP(p) -> ``timestamp`` in ``s`` (p = 0),
 ``ms`` (1-3), ``us`` (4-6) or ``ns`` (7-9), TIMESTAMP_LTZ(p) -> the same with ``tz='UTC'``, ARRAY
 -> ``list<item>``, MAP -> ``map`` (keys never null), MULTISET -> ``map<element, int32 not null>``,
-ROW -> ``struct``.
+ROW -> ``struct``, VARIANT -> ``struct<value: binary not null, metadata: binary not null>`` (the
+unshredded Parquet group Java Paimon and pypaimon write; the two binaries are the Parquet variant
+encoding, carried as they are). An Arrow struct is always read as ROW: a VARIANT column is declared
+with a Paimon type.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class TypeRoot(StrEnum):
     MAP = "MAP"
     MULTISET = "MULTISET"
     ROW = "ROW"
+    VARIANT = "VARIANT"
 
 
 _PLAIN = frozenset({TypeRoot.BOOLEAN, TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT,
@@ -70,10 +74,12 @@ _PLAIN = frozenset({TypeRoot.BOOLEAN, TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeR
 _LENGTHED = frozenset({TypeRoot.CHAR, TypeRoot.VARCHAR, TypeRoot.BINARY, TypeRoot.VARBINARY})
 _TIMED = frozenset({TypeRoot.TIME, TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ})
 COMPOSITE_ROOTS = frozenset({TypeRoot.ARRAY, TypeRoot.MAP, TypeRoot.MULTISET, TypeRoot.ROW})
+#: Roots no key, partition or bucket key can have: the composite ones and VARIANT (no order, no hash).
+UNKEYABLE_ROOTS = COMPOSITE_ROOTS | {TypeRoot.VARIANT}
 _INTEGERS = (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT)
 _INTEGER_DIGITS = {TypeRoot.TINYINT: 3, TypeRoot.SMALLINT: 5, TypeRoot.INT: 10, TypeRoot.BIGINT: 19}
 # Known Paimon types this version does not handle (read from other writers' schemas).
-_UNSUPPORTED_KEYWORDS = frozenset({"VARIANT", "BLOB", "GEOMETRY", "GEOGRAPHY", "VECTOR", "INTERVAL", "RAW"})
+_UNSUPPORTED_KEYWORDS = frozenset({"BLOB", "GEOMETRY", "GEOGRAPHY", "VECTOR", "INTERVAL", "RAW"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,7 +172,7 @@ class DataType:
         For atomic types this is exactly their JSON form.
         """
         r = self.root
-        if r in _PLAIN:
+        if r in _PLAIN or r is TypeRoot.VARIANT:
             text = str(r)
         elif r is TypeRoot.DECIMAL:
             text = f"DECIMAL({self.precision}, {self.scale})"
@@ -194,6 +200,7 @@ class DataType:
 
 _PARAMETERS: dict[TypeRoot, frozenset[str]] = {
     **{r: frozenset() for r in _PLAIN},
+    TypeRoot.VARIANT: frozenset(),
     **{r: frozenset({"length"}) for r in _LENGTHED},
     **{r: frozenset({"precision"}) for r in _TIMED},
     TypeRoot.DECIMAL: frozenset({"precision", "scale"}),
@@ -422,6 +429,8 @@ class _SqlTypeParser:
                     self.expect(w)
                 return atomic(TypeRoot.TIMESTAMP_LTZ, precision=precision)
             return atomic(TypeRoot.TIMESTAMP, precision=precision)
+        if word == "VARIANT":
+            return atomic(TypeRoot.VARIANT)
         if word == "TIMESTAMP_LTZ":
             args = self.parameters(1)
             return atomic(TypeRoot.TIMESTAMP_LTZ, precision=args[0] if args else 6)
@@ -438,7 +447,7 @@ def parse_type_text(text: str) -> DataType:
     defaults (``CHAR`` = CHAR(1), ``DECIMAL`` = DECIMAL(10, 0), ``TIME`` = TIME(0), ``TIMESTAMP``
     = TIMESTAMP(6)), a trailing ``NULL``/``NOT NULL`` and the ``INT ARRAY`` suffix form. Raises
     SchemaError for anything else, UnsupportedError for Paimon types paimonflow does not handle
-    (VARIANT, BLOB, VECTOR, GEOMETRY, ...).
+    (BLOB, VECTOR, GEOMETRY, ...).
     """
     if not isinstance(text, str):
         raise SchemaError(f"expected a type string, got {text!r}")
@@ -532,6 +541,8 @@ _ARROW_SIMPLE: dict[TypeRoot, pa.DataType] = {
     TypeRoot.TIME: pa.time32("ms"),
 }
 _UNIT_PRECISION = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+#: A VARIANT column's Arrow type: Paimon's Parquet group of two required binaries, value first.
+VARIANT_ARROW = pa.struct([pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False)])
 
 
 def timestamp_unit(precision: int) -> str:
@@ -546,6 +557,8 @@ def to_arrow(t: DataType) -> pa.DataType:
         return simple
     if t.root is TypeRoot.DECIMAL:
         return pa.decimal128(_int(t.precision), _int(t.scale))
+    if t.root is TypeRoot.VARIANT:
+        return VARIANT_ARROW
     if t.root is TypeRoot.TIMESTAMP:
         return pa.timestamp(timestamp_unit(_int(t.precision)))
     if t.root is TypeRoot.TIMESTAMP_LTZ:

@@ -43,11 +43,12 @@ class Feature(StrEnum):
     """A table feature beyond what every operation implements (the value names it for users)."""
 
     POSTPONE_BUCKET = "postpone buckets (bucket = -2)"
+    POSTPONE_MERGE_ON_READ = "postpone merge-on-read (postpone.merge-on-read)"
     PATH_DIRECTORY_OUTSIDE = "a data-file.path-directory outside the table"
     EXTERNAL_PATHS = "external data paths on another storage (data-file.external-paths)"
     ROW_TRACKING = "row tracking (row-tracking.enabled)"
     DATA_EVOLUTION = "data evolution (data-evolution.enabled)"
-    FILE_INDEX = "file indexes (file-index.*)"
+    FILE_INDEX = "file indexes other than bloom-filter and bitmap on plain columns (file-index.*)"
     BITMAP64 = "64-bit deletion vectors (deletion-vectors.bitmap64)"
     INDEX_IN_DATA_DIR = "index files in data directories (index-file-in-data-file-dir)"
     BLOB = "BLOB columns (blob-field)"
@@ -60,13 +61,14 @@ class Feature(StrEnum):
 #: manifest entry) keep expiry, orphan removal and history: those only delete what the
 #: snapshots name, at the paths they name.
 REFUSED: Mapping[Feature, frozenset[Operation]] = {
-    Feature.POSTPONE_BUCKET: frozenset({Operation.READ, *_WRITES}),
+    Feature.POSTPONE_BUCKET: frozenset(),  # core/write/postpone.py, core/compact/postpone.py
+    Feature.POSTPONE_MERGE_ON_READ: frozenset({Operation.READ, Operation.COMPACT}),
     Feature.PATH_DIRECTORY_OUTSIDE: _ALL,
     Feature.EXTERNAL_PATHS: _WRITES,
-    Feature.ROW_TRACKING: _WRITES,
-    Feature.DATA_EVOLUTION: frozenset({Operation.READ, *_WRITES}),
+    Feature.ROW_TRACKING: frozenset(),
+    Feature.DATA_EVOLUTION: frozenset({Operation.COMPACT}),
     Feature.FILE_INDEX: _WRITES,
-    Feature.BITMAP64: frozenset({Operation.READ, *_WRITES}),
+    Feature.BITMAP64: frozenset(),  # core/meta/deletion_vector64.py
     Feature.INDEX_IN_DATA_DIR: _ALL,
     Feature.BLOB: _ALL,
     Feature.COLUMN_TYPE: _ALL,
@@ -75,18 +77,24 @@ REFUSED: Mapping[Feature, frozenset[Operation]] = {
 
 #: Why each refusal stands, for the docs (what would go wrong).
 REASONS: Mapping[Feature, str] = {
-    Feature.POSTPONE_BUCKET: "Paimon's readers see postpone files only after a postpone compaction assigns "
-                             "buckets; paimonflow writes and compacts only real buckets",
+    Feature.POSTPONE_BUCKET: "implemented: writes land in bucket-postpone, batch reads skip it, a postpone "
+                             "compaction assigns real buckets",
+    Feature.POSTPONE_MERGE_ON_READ: "Paimon's batch reads then merge the postpone bucket's rows into the real "
+                                    "buckets; paimonflow's reads (and the compaction, which reads through "
+                                    "them) skip them",
     Feature.PATH_DIRECTORY_OUTSIDE: "data would live where paimonflow's layout cannot prove what is referenced",
     Feature.EXTERNAL_PATHS: "paimonflow writes a table through one storage backend, and the chosen paths are on "
                             "another (or the options are invalid)",
-    Feature.ROW_TRACKING: "new and compacted files need first_row_id and every snapshot nextRowId",
-    Feature.DATA_EVOLUTION: "partial-column files are merged by row id, which paimonflow does not implement",
-    Feature.FILE_INDEX: "new and compacted files would lose their bloom-filter and bitmap indexes",
-    Feature.BITMAP64: "64-bit deletion vector files are a different format",
+    Feature.ROW_TRACKING: "implemented: row ids assigned at commit (nextRowId), _ROW_ID and _SEQUENCE_NUMBER "
+                          "readable, kept by compaction",
+    Feature.DATA_EVOLUTION: "reads merge partial-column files by row id and writes add whole rows; Paimon's "
+                            "data-evolution compaction (merging a row range's partial files, rewriting its "
+                            "deletion vectors and global indexes) is not implemented",
+    Feature.FILE_INDEX: "new and compacted files would lose their bsi, range-bitmap or map-key indexes",
+    Feature.BITMAP64: "implemented: 64-bit vectors are read beside 32-bit ones and written when the option is set",
     Feature.INDEX_IN_DATA_DIR: "index files live in bucket directories, outside paimonflow's layout",
     Feature.BLOB: "BLOB data files are a format paimonflow does not implement",
-    Feature.COLUMN_TYPE: "the table cannot be opened (BLOB, VARIANT, VECTOR...): refused when it is opened",
+    Feature.COLUMN_TYPE: "the table cannot be opened (BLOB, VECTOR, GEOMETRY...): refused when it is opened",
     Feature.UNKNOWN_OPTION: "what the option changes cannot be known",
 }
 
@@ -135,6 +143,8 @@ def features_of(options: Mapping[str, str], table_path: str | None = None) -> di
     found: dict[Feature, str] = {}
     if options.get("bucket", "").strip() == "-2":
         found[Feature.POSTPONE_BUCKET] = ""
+        if _true(options, "postpone.merge-on-read"):
+            found[Feature.POSTPONE_MERGE_ON_READ] = ""
     directory = options.get("data-file.path-directory")
     if directory is not None and not _is_inside(directory):
         found[Feature.PATH_DIRECTORY_OUTSIDE] = f"data-file.path-directory={directory}"
@@ -145,10 +155,11 @@ def features_of(options: Mapping[str, str], table_path: str | None = None) -> di
         found[Feature.ROW_TRACKING] = ""
     if _true(options, "data-evolution.enabled"):
         found[Feature.DATA_EVOLUTION] = ""
-    indexed = sorted(k for k in options if k.startswith("file-index.") and k.endswith(".columns")
-                     and options[k].strip())
-    if indexed:
-        found[Feature.FILE_INDEX] = ", ".join(indexed)
+    from .fileindex import unsupported_file_index_options
+
+    unwritable = unsupported_file_index_options(options)  # bloom-filter and bitmap are written
+    if unwritable:
+        found[Feature.FILE_INDEX] = ", ".join(unwritable)
     if _true(options, "deletion-vectors.bitmap64"):
         found[Feature.BITMAP64] = ""
     if _true(options, "index-file-in-data-file-dir"):
@@ -188,13 +199,25 @@ class TableCapabilities:
                                           detail=shown)
 
 
+#: the columns Paimon's compaction of a row-tracking table stores after the table's own
+ROW_TRACKING_COLUMNS = ("_ROW_ID", "_SEQUENCE_NUMBER")
+
+
+def holds_partial_columns(f) -> bool:
+    """Whether data file ``f`` holds only some columns (data evolution's ``write_cols``); a
+    row-tracking compaction's file names every column, then ``_ROW_ID`` and ``_SEQUENCE_NUMBER``
+    (readers check the rest against the file's schema)."""
+    return f.write_cols is not None and tuple(f.write_cols[-2:]) != ROW_TRACKING_COLUMNS
+
+
 def require_file_metadata(table: str, files, operation: Operation) -> None:
     """Refuse ``operation`` over data files whose metadata uses a feature it does not implement,
     whatever the options say now (an option can be removed after files were written with it):
-    partial-column files (``write_cols``, data evolution) for every operation that reads rows,
-    row ids (``first_row_id``, row tracking) for those that write files."""
+    partial-column files (``write_cols``, data evolution) for compaction (reads of a table that no
+    longer says data evolution refuse them file by file), row ids (``first_row_id``, row
+    tracking) for the operations row tracking refuses (none)."""
     for f in files:
-        if f.write_cols is not None and operation in REFUSED[Feature.DATA_EVOLUTION]:
+        if holds_partial_columns(f) and operation in REFUSED[Feature.DATA_EVOLUTION]:
             raise UnsupportedFeatureError(table=table, feature=Feature.DATA_EVOLUTION.value,
                                           operation=operation.value, detail=f"file {f.file_name} holds only "
                                           f"columns {list(f.write_cols)}")

@@ -5,6 +5,8 @@ manifest that lists them (Apache Paimon's layout).
   deletion vector per data file: a big-endian int length, the magic number ``1581511376``, the
   32-bit Roaring bitmap of deleted row positions in the portable format, and a CRC32 of magic
   and bitmap. The :class:`IndexFileMeta` records each vector's (offset, length, cardinality).
+  With ``deletion-vectors.bitmap64`` the vectors are 64-bit ones (:mod:`.deletion_vector64`);
+  a reader tells them apart by the magic number.
 * ``index/index-<uuid>-<n>`` of type ``HASH``: big-endian int32 key hashes of one bucket.
 * ``manifest/index-manifest-<uuid>-0``: Avro entries (ADD/DELETE, partition, bucket, file meta);
   a snapshot's ``indexManifest`` lists every live index file of the table.
@@ -25,6 +27,7 @@ from pyroaring import BitMap
 
 from ..errors import CorruptMetadataError
 from ..fs import FileIO, join
+from .deletion_vector64 import is_dv64_magic, parse_dv64, serialize_dv64
 from .manifest import FileKind, plain_file_name, read_records, write_avro
 
 DELETION_VECTORS = "DELETION_VECTORS"
@@ -107,16 +110,19 @@ def serialize_dv(bitmap: BitMap) -> bytes:
     return struct.pack(">i", len(data)) + data + struct.pack(">I", zlib.crc32(data) & 0xFFFFFFFF)
 
 
-def write_dv_file(file_io: FileIO, index_dir: str, vectors: Mapping[str, BitMap]) -> IndexFileMeta:
-    """Write the deletion vectors of several data files as one index file."""
+def write_dv_file(file_io: FileIO, index_dir: str, vectors: Mapping[str, BitMap], *,
+                  bitmap64: bool = False) -> IndexFileMeta:
+    """Write the deletion vectors of several data files as one index file: 32-bit vectors, or
+    64-bit ones with ``bitmap64`` (``deletion-vectors.bitmap64``; see :mod:`.deletion_vector64`,
+    whose recorded length covers length field and checksum too)."""
     out = io.BytesIO()
     out.write(bytes([DV_VERSION]))
     ranges = []
     for data_file, bitmap in sorted(vectors.items()):
         offset = out.tell()
-        blob = serialize_dv(bitmap)
+        blob = serialize_dv64(bitmap) if bitmap64 else serialize_dv(bitmap)
         out.write(blob)
-        ranges.append(DeletionVectorMeta(data_file, offset, len(blob) - 8, len(bitmap)))
+        ranges.append(DeletionVectorMeta(data_file, offset, len(blob) if bitmap64 else len(blob) - 8, len(bitmap)))
     name = f"index-{uuid.uuid4()}-0"
     payload = out.getvalue()
     file_io.write_bytes(join(index_dir, name), payload)
@@ -137,7 +143,13 @@ def read_dv_file(file_io: FileIO, index_dir: str, meta: IndexFileMeta) -> dict[s
 
 
 def _parse_dv(payload: bytes, r: DeletionVectorMeta, path: str) -> BitMap:
-    if r.offset < 1 or r.offset + 8 + r.length > len(payload):
+    if r.offset < 1 or r.length < 0 or r.offset + 8 > len(payload):
+        raise CorruptMetadataError(path, f"deletion vector of {r.data_file} lies outside the file")
+    if is_dv64_magic(payload[r.offset + 4:r.offset + 8]):  # a 64-bit vector: the range covers all of it
+        if r.offset + r.length > len(payload):
+            raise CorruptMetadataError(path, f"deletion vector of {r.data_file} lies outside the file")
+        return parse_dv64(payload[r.offset:r.offset + r.length], path=path, data_file=r.data_file)
+    if r.offset + 8 + r.length > len(payload):
         raise CorruptMetadataError(path, f"deletion vector of {r.data_file} lies outside the file")
     (length,) = struct.unpack_from(">i", payload, r.offset)
     (magic,) = struct.unpack_from(">i", payload, r.offset + 4)

@@ -189,7 +189,8 @@ def files_needed_by(table: TableMeta, *, strict: bool = False) -> set[str]:
         for e in entries:
             directory = directory_of(e)
             out.add(e.file.external_path or join(directory, e.file.file_name))
-            out.update(join(directory, x) for x in e.file.extra_files)
+            beside = e.file.external_path.rsplit("/", 1)[0] if e.file.external_path else directory
+            out.update(join(beside, x) for x in e.file.extra_files)  # file indexes sit beside their data file
     for changelog in long_lived:  # its index files and statistics went with its snapshot
         out |= changelog_files(table, changelog)
     return out

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..data.types import (
-    COMPOSITE_ROOTS,
+    UNKEYABLE_ROOTS,
     DataField,
     DataType,
     collect_field_ids,
@@ -38,6 +38,7 @@ from ..data.types import (
     to_arrow,
     type_to_json,
 )
+from ..data.variant import check_variant_columns
 from ..errors import (
     CorruptMetadataError,
     InvalidNameError,
@@ -345,6 +346,18 @@ def now_millis() -> int:
     return int(time.time() * 1000)
 
 
+def _check_row_tracking(schema: TableSchema) -> None:
+    """Paimon's rules: row ids are for append tables without fixed buckets (``bucket = -1``), and
+    data evolution needs row tracking."""
+    tracking = is_true(schema.options.get("row-tracking.enabled"))
+    if tracking and schema.primary_keys:
+        raise SchemaError(f"a row-tracking table cannot have a primary key (it has {list(schema.primary_keys)})")
+    if tracking and schema.options.get("bucket", "-1").strip() != "-1":
+        raise SchemaError(f"a row-tracking table needs bucket = -1, not {schema.options['bucket'].strip()}")
+    if is_true(schema.options.get("data-evolution.enabled")) and not tracking:
+        raise SchemaError("data-evolution.enabled needs row-tracking.enabled = true")
+
+
 def validate_table_schema(schema: TableSchema) -> None:
     """Check the structural rules every table schema must follow; raise SchemaError naming the problem.
 
@@ -375,7 +388,7 @@ def validate_table_schema(schema: TableSchema) -> None:
         if missing:
             raise SchemaError(f"{kind} columns {missing} are not columns of the table {names}")
         for k in keys:
-            if types[k].root in COMPOSITE_ROOTS:
+            if types[k].root in UNKEYABLE_ROOTS:
                 raise SchemaError(f"{kind} column {k!r} has type {types[k]}; {types[k].root} cannot be a {kind}")
     schema.trimmed_primary_keys  # noqa: B018 - raises if the key is only partition keys
     if schema.cross_partition_update and schema.options.get("bucket", "-1").strip() != "-1":
@@ -394,8 +407,10 @@ def validate_table_schema(schema: TableSchema) -> None:
             raise SchemaError(f"bucket-key column {k!r} must not be a partition key")
         if schema.primary_keys and k not in schema.primary_keys:
             raise SchemaError(f"bucket-key column {k!r} must be part of the primary key {list(schema.primary_keys)}")
-        if types[k].root in COMPOSITE_ROOTS:
+        if types[k].root in UNKEYABLE_ROOTS:
             raise SchemaError(f"bucket-key column {k!r} has nested type {types[k]}")
+    _check_row_tracking(schema)
+    check_variant_columns(schema.fields, schema.options)
 
 
 # -- helpers kept for other modules ------------------------------------------------------------

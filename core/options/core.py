@@ -32,6 +32,7 @@ from .registry import (
     DATA_FILE_PATH_DIRECTORY,
     DATA_FILE_PREFIX,
     DELETION_VECTORS,
+    DELETION_VECTORS_BITMAP64,
     DYNAMIC_PARTITION_OVERWRITE,
     FILE_COMPRESSION,
     FILE_COMPRESSION_ZSTD_LEVEL,
@@ -106,6 +107,7 @@ class CoreOptions:
     data_file_path_directory: str | None
     changelog_file_prefix: str
     deletion_vectors: bool
+    deletion_vectors_bitmap64: bool
     num_levels: int
     write_only: bool
     write_buffer_size: int
@@ -179,6 +181,7 @@ class CoreOptions:
             data_file_path_directory=p[DATA_FILE_PATH_DIRECTORY.key],
             changelog_file_prefix=p[CHANGELOG_FILE_PREFIX.key],
             deletion_vectors=p[DELETION_VECTORS.key],
+            deletion_vectors_bitmap64=p[DELETION_VECTORS_BITMAP64.key],
             num_levels=p[NUM_LEVELS.key] or p[NUM_SORTED_RUN_COMPACTION_TRIGGER.key] + 1,
             write_only=p[WRITE_ONLY.key],
             write_buffer_size=p[WRITE_BUFFER_SIZE.key],

@@ -111,6 +111,8 @@ DATA_FILE_PATH_DIRECTORY = _opt("data-file.path-directory", None, text_value,
                                 "Directory under the table root that holds every partition and bucket directory.")
 CHANGELOG_FILE_PREFIX = _opt("changelog-file.prefix", "changelog-", text_value, "Prefix of changelog file names.")
 DELETION_VECTORS = _opt("deletion-vectors.enabled", False, parse_bool, "Merge-on-write with deletion vectors.")
+DELETION_VECTORS_BITMAP64 = _opt("deletion-vectors.bitmap64", False, parse_bool,
+                                 "Write 64-bit deletion vectors (Paimon's Bitmap64DeletionVector); both kinds are read.")
 WRITE_ONLY = _opt("write-only", False, parse_bool, "Writers never compact.")
 WRITE_BUFFER_SIZE = _opt("write-buffer-size", 256 << 20, positive_size, "Memory of a write buffer before it spills.")
 WRITE_BUFFER_SPILLABLE = _opt("write-buffer-spillable", True, parse_bool,

@@ -16,6 +16,7 @@ from ..data.types import (
     TypeRoot,
     to_arrow,
 )
+from ..data.variant import holds_variant, require_unshredded
 from ..errors import (
     SchemaError,
 )
@@ -98,6 +99,8 @@ def evolve_table(table: pa.Table, data_schema: TableSchema, read_schema: TableSc
         if source is None or source.name not in present:
             column = pa.chunked_array([pa.nulls(table.num_rows, out_field.type)], out_field.type)
         else:
+            if holds_variant(source.type):
+                require_unshredded(name, source.type, table.schema.field(source.name).type)
             try:
                 column = _evolve_column(table.column(source.name), source.type, target.type, out_field.type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:

@@ -27,6 +27,7 @@ import pyarrow as pa
 from ..data import data_file as df
 from ..data.binary_row import deserialize_row
 from ..errors import InvalidArgumentError
+from ..meta.layout import POSTPONE_BUCKET
 from ..meta.manifest import FileKind
 from ..meta.snapshots import CommitKind
 from ..options.registry import ChangelogProducer
@@ -54,9 +55,10 @@ def changes_mode(table, mode: str) -> str:
 
 
 def read_changes(table, start: int, end: int, *, mode: str = "auto",
-                 columns: Sequence[str] | None = None) -> pa.Table:
+                 columns: Sequence[str] | None = None, postponed: bool = False) -> pa.Table:
     """Rows changed after snapshot ``start`` up to and including ``end``, with ``rowkind`` first
-    (``start`` 0: from the empty table, before the first snapshot)."""
+    (``start`` 0: from the empty table, before the first snapshot). Files of the postpone bucket
+    are read only with ``postponed`` (Paimon's streaming ``delta`` read; batch reads skip them)."""
     manager = table.snapshot_manager
     if start >= end or start < 0:
         raise InvalidArgumentError(f"incremental read needs 0 <= start < end, got {start} and {end}")
@@ -69,7 +71,7 @@ def read_changes(table, start: int, end: int, *, mode: str = "auto",
             raise InvalidArgumentError("diff mode needs a primary-key table")
         return _diff(table, reader, manager.snapshot(start) if start else None, manager.snapshot(end), wanted)
     parts = []
-    for split in _changed_files(table, start, end, mode, overwrites=True):
+    for split in _changed_files(table, start, end, mode, overwrites=True, postponed=postponed):
         (data_file,) = split.files
         if table.primary_keys:
             rows = reader._read_file(split, data_file, wanted, system=[df.VALUE_KIND])
@@ -84,7 +86,8 @@ def read_changes(table, start: int, end: int, *, mode: str = "auto",
     return pa.concat_tables(parts)
 
 
-def _changed_files(table, start: int, end: int, mode: str, *, overwrites: bool) -> list[Split]:
+def _changed_files(table, start: int, end: int, mode: str, *, overwrites: bool,
+                   postponed: bool = False) -> list[Split]:
     """One single-file split per file the snapshots in ``(start, end]`` added, in commit order:
     their changelog files (``changelog``) or the data files APPEND snapshots added (``delta``;
     OVERWRITE snapshots too when ``overwrites``; compactions add no change). OVERWRITE snapshots
@@ -109,7 +112,8 @@ def _changed_files(table, start: int, end: int, mode: str, *, overwrites: bool) 
         else:
             continue
         out += [Split(partition=tuple(deserialize_row(e.partition, partition_types)), bucket=e.bucket,
-                      total_buckets=e.total_buckets, files=(e.file,)) for e in entries]
+                      total_buckets=e.total_buckets, files=(e.file,)) for e in entries
+                if postponed or e.bucket != POSTPONE_BUCKET]
     return out
 
 

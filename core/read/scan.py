@@ -17,6 +17,7 @@ threads (pyarrow and numpy release the GIL).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,16 +33,20 @@ from ..data import data_file as df
 from ..data.binary_row import deserialize_row
 from ..data.conversion import bind_predicate, field_types
 from ..data.keys import last_in_order, last_per_key, lookup_candidates, merge_order
+from ..errors import PaimonflowError, UnsupportedFeatureError
 from ..fs import join
 from ..merge import merge
+from ..meta.fileindex import FileIndexPruner, IndexedColumn, file_index_read_enabled
 from ..meta.index_files import deleted_mask
-from ..meta.layout import bucket_directory
+from ..meta.layout import POSTPONE_BUCKET, bucket_directory
 from ..meta.manifest import DataFileMeta, ManifestEntry
 from ..meta.schema import TableSchema
 from ..options.core import CoreOptions
 from ..options.merge import merge_spec_for
 from ..predicate import ColumnStats, Predicate, filter_table
+from .data_evolution import anchor_of, is_data_evolution, merge_group, row_id_groups
 from .evolution import evolve_table
+from .row_tracking import require_whole_rows, stored_tracking_columns, tracking_fields, with_tracking_columns
 
 _FILES_KEPT_OPEN = 32  # a two-pass merge of more files reopens them for the second pass
 ROW_POSITION = "_ROW_POSITION"  # a row's position in its data file (deletion vectors address rows by it)
@@ -66,9 +71,13 @@ class Split:
 class ScanPlanner:
     """Plans the splits of one snapshot's live files for a predicate."""
 
-    def __init__(self, *, table_path: str, schema: TableSchema, options: CoreOptions, schemas) -> None:
+    def __init__(self, *, table_path: str, schema: TableSchema, options: CoreOptions, schemas,
+                 file_io=None) -> None:
         self._path, self._schema, self._options = table_path, schema, options
         self._schemas = schemas  # schema id -> TableSchema (for statistics of older files)
+        self._file_io = file_io  # reads ``.index`` files (None: only indexes embedded in manifests)
+        #: files a file index (``file-index.*``) proved hold no matching row, in the last :meth:`plan`
+        self.files_skipped_by_index = 0
         arrow = schema.arrow_schema()
         self._partition_types = [arrow.field(k).type for k in schema.partition_keys]
         self._key_types = [arrow.field(k).type for k in schema.trimmed_primary_keys]
@@ -88,8 +97,14 @@ class ScanPlanner:
             predicate = predicate.only_on(others)
         decoded: dict[bytes, tuple[object, ...]] = {}
         accepted: dict[bytes, bool] = {}
+        self.files_skipped_by_index = 0
+        if is_data_evolution(self._schema.options):  # a file's rows take columns of others: no file pruning
+            predicate = None
+        index_predicate = self._index_predicate(predicate)
         groups: dict[tuple[bytes, int], list[ManifestEntry]] = {}
         for e in entries:
+            if e.bucket == POSTPONE_BUCKET:  # Paimon's batch scans read only real buckets
+                continue
             if level_filter is not None and not level_filter(e.file.level):
                 continue
             if e.partition not in decoded:
@@ -101,6 +116,9 @@ class ScanPlanner:
             if not accepted[e.partition]:
                 continue
             if predicate is not None and not self._file_might_match(e.file, predicate):
+                continue
+            if index_predicate is not None and not self._index_might_match(e, decoded[e.partition], index_predicate):
+                self.files_skipped_by_index += 1
                 continue
             groups.setdefault((e.partition, e.bucket), []).append(e)
         splits = []
@@ -117,13 +135,55 @@ class ScanPlanner:
             names, types, current = layout.key_names, layout.key_types, layout.current_names
             stats = f.key_stats
         elif f.value_stats_cols is None or f.value_stats_cols:
-            names = list(f.value_stats_cols) if f.value_stats_cols else layout.value_names
-            types = [layout.type_of[n] for n in names] if f.value_stats_cols else layout.value_types
+            # statistics of the columns named, else of those the file holds (write_cols), else all
+            named = f.value_stats_cols or f.write_cols
+            names = list(named) if named else layout.value_names
+            # (only Paimon's row-tracking columns, BIGINT, are stored without being table columns)
+            types = [layout.type_of.get(n, pa.int64()) for n in names] if named else layout.value_types
             current, stats = layout.current_names, f.value_stats
         else:
             return True  # the writer kept no value statistics
         decoded = _decode_stats(stats, names, types, f.row_count, current)
         return predicate.might_match(decoded) if decoded else True
+
+    def _index_predicate(self, predicate: Predicate | None) -> Predicate | None:
+        """What file indexes may prune by: the whole filter of an append table, the key columns'
+        part for a primary-key table (a file's rows are not the merged rows)."""
+        if predicate is None or not file_index_read_enabled(self._options.raw):
+            return None
+        if self._schema.primary_keys:
+            return predicate.only_on(set(self._schema.trimmed_primary_keys))
+        return predicate
+
+    def _index_might_match(self, e: ManifestEntry, partition: tuple[object, ...], predicate: Predicate) -> bool:
+        """False when the file's index (embedded, or its ``.index`` extra file) proves no row matches."""
+        f = e.file
+        data = f.embedded_index
+        if data is None:
+            names = [x for x in f.extra_files if x.endswith(".index")]
+            if not names or self._file_io is None:
+                return True
+            directory = f.external_path.rsplit("/", 1)[0] if f.external_path else \
+                bucket_directory(self._path, self._schema, self._options, partition, e.bucket)
+            try:
+                data = self._file_io.read_bytes(join(directory, names[0]))
+            except (PaimonflowError, OSError):  # an index that cannot be read is not used
+                return True
+        return FileIndexPruner(data, self._indexed_columns(f.schema_id)).might_match(predicate)
+
+    @functools.cache  # noqa: B019 - one planner per read; the cache dies with it
+    def _indexed_columns(self, schema_id: int) -> dict[str, IndexedColumn]:
+        """Current column name -> its name and type in files of ``schema_id`` (columns whose type
+        changed since are left out: their index hashed other values)."""
+        schema = self._schemas(schema_id)
+        current = {f.id: f for f in self._schema.fields}
+        out = {}
+        for old in schema.fields:
+            new = current.get(old.id)
+            if new is not None and old.type.root == new.type.root and \
+                    old.type.precision == new.type.precision and old.type.scale == new.type.scale:
+                out[new.name] = IndexedColumn(file_name=old.name, data_type=old.type)
+        return out
 
     @functools.cache  # noqa: B019 - one planner per read; the cache dies with it
     def _stats_layout(self, schema_id: int) -> _StatsLayout:
@@ -178,6 +238,10 @@ class SplitReader:
         self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
         self._schemas = schemas
         self._arrow = schema.arrow_schema()
+        # what a read may name: the columns, and _ROW_ID / _SEQUENCE_NUMBER of row-tracking tables
+        self._tracking = tracking_fields(schema.options)
+        self._readable = pa.schema([*self._arrow, *self._tracking.values()]) if self._tracking else self._arrow
+        self._by_row_id = is_data_evolution(schema.options)  # partial-column files merged by row id
         self._keys = list(schema.trimmed_primary_keys)
         self._is_pk = bool(schema.primary_keys)
         # Paimon merges lookup tables (changelog-producer lookup, deletion vectors) with its
@@ -191,12 +255,12 @@ class SplitReader:
     def output_schema(self, columns: Sequence[str] | None) -> pa.Schema:
         if columns is None:
             return self._arrow
-        unknown = [c for c in columns if self._arrow.get_field_index(c) < 0]
+        unknown = [c for c in columns if self._readable.get_field_index(c) < 0]
         if unknown:
             from ..errors import SchemaError
 
-            raise SchemaError(f"unknown columns {unknown}; the table has {self._arrow.names}")
-        return pa.schema([self._arrow.field(c) for c in columns])
+            raise SchemaError(f"unknown columns {unknown}; the table has {self._readable.names}")
+        return pa.schema([self._readable.field(c) for c in columns])
 
     def read(self, splits: Sequence[Split], *, columns: Sequence[str] | None = None,
              predicate: Predicate | None = None, merge: bool = True) -> pa.Table:
@@ -221,12 +285,13 @@ class SplitReader:
             self.output_schema(sorted(predicate.fields()))
         predicate = self._bind(predicate)
         for split in splits:
-            if self._is_pk and not self._options.deletion_vectors:
+            if (self._is_pk and not self._options.deletion_vectors) or self._by_row_id:
                 yield from self.read_split(split, columns=columns, predicate=predicate).to_batches()
                 continue
             needed = list(dict.fromkeys([*wanted, *(sorted(predicate.fields()) if predicate else [])]))
             for f in split.files:
-                if split.deletion_vectors and f.file_name in split.deletion_vectors:
+                if (split.deletion_vectors and f.file_name in split.deletion_vectors) or \
+                        any(c in self._tracking for c in needed):
                     yield from filter_table(self._read_file(split, f, needed), predicate).select(wanted).to_batches()
                     continue
                 for batch in self._file_batches(split, f, needed):
@@ -247,14 +312,13 @@ class SplitReader:
                    predicate: Predicate | None = None, merge: bool = True) -> pa.Table:
         wanted = list(columns) if columns is not None else list(self._arrow.names)
         needed = list(dict.fromkeys([*wanted, *(sorted(predicate.fields()) if predicate else [])]))
-        unknown = [c for c in needed if self._arrow.get_field_index(c) < 0]
-        if unknown:
-            from ..errors import SchemaError
-
-            raise SchemaError(f"unknown columns {unknown}; the table has {self._arrow.names}")
+        self.output_schema(needed)  # unknown columns fail
         predicate = self._bind(predicate)
         if self._is_pk and merge and not self._options.deletion_vectors:
             table = self._merge(split, needed)
+        elif self._by_row_id:
+            parts = [self._read_by_row_id(split, group, needed) for group in row_id_groups(split.files, table=self._path)]
+            table = pa.concat_tables(parts) if parts else self.output_schema(needed).empty_table()
         else:  # append files, or merge-on-write files whose replaced rows are deleted by vectors
             parts = [self._read_file(split, f, needed) for f in split.files]
             table = pa.concat_tables(parts) if parts else self.output_schema(needed).empty_table()
@@ -270,15 +334,33 @@ class SplitReader:
             return None
         return bind_predicate(predicate, self._arrow, field_types(self._schema.fields))
 
+    def read_file(self, split: Split, f: DataFileMeta, columns: Sequence[str], *,
+                  system: Sequence[str] = ()) -> pa.Table:
+        """One file of ``split`` as stored (no merging): ``columns`` (current names, evolved to
+        the current schema) and the ``system`` columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``)."""
+        return self._read_file(split, f, list(columns), system=system)
+
     def _read_file(self, split: Split, f: DataFileMeta, columns: list[str], *, system: Sequence[str] = (),
-                   positions: bool = False, opened: df.OpenDataFile | None = None) -> pa.Table:
+                   positions: bool = False, opened: df.OpenDataFile | None = None,
+                   some_columns: bool = False) -> pa.Table:
         """One file's ``columns`` (current names), evolved to the current schema, plus the
         ``system`` columns (``_SEQUENCE_NUMBER``, ``_VALUE_KIND``) as stored. ``opened`` is the
-        file already opened by :meth:`_open_file` (for reads in several passes)."""
+        file already opened by :meth:`_open_file` (for reads in several passes). A file holding only
+        some columns (``write_cols``) is refused unless ``some_columns`` (a merge by row id)."""
         if opened is None:
             with self._open_file(split, f) as opened:
-                return self._read_file(split, f, columns, system=system, positions=positions, opened=opened)
+                return self._read_file(split, f, columns, system=system, positions=positions, opened=opened,
+                                       some_columns=some_columns)
+        if self._tracking and any(c in self._tracking for c in columns):
+            data = [c for c in columns if c not in self._tracking] or [self._arrow.names[0]]
+            stored = [c for c in stored_tracking_columns(f) if c in columns]
+            values = self._read_file(split, f, data, system=[*system, *stored], positions=True, opened=opened,
+                                     some_columns=some_columns)
+            return with_tracking_columns(values, f, [*columns, *system], position_column=ROW_POSITION,
+                                         keep_positions=positions)
         data_schema = self._schemas(f.schema_id)
+        if f.write_cols is not None and not some_columns:
+            require_whole_rows(f, data_schema.field_names, table=self._path)
         extra = list(system)
         constant = self._constant_columns(split, data_schema, columns)
         decoded = [c for c in columns if c not in constant] if constant else columns
@@ -303,6 +385,28 @@ class SplitReader:
             values = values.append_column(ROW_POSITION, pa.array(np.arange(values.num_rows, dtype=np.int64)))
         keep = deleted_mask((split.deletion_vectors or {}).get(f.file_name), values.num_rows)
         return values if keep is None else values.filter(pa.array(keep))
+
+    def _read_by_row_id(self, split: Split, group: list[DataFileMeta], columns: list[str]) -> pa.Table:
+        """One row-id group of a data-evolution table (:mod:`paimonflow.core.read.data_evolution`)."""
+        if len(group) == 1 and group[0].write_cols is None:
+            return self._read_file(split, group[0], columns)
+        held = set().union(*(self._columns_held(f) for f in group))
+        if all(f.write_cols is not None for f in group) and not held >= set(self._arrow.names):
+            raise UnsupportedFeatureError(table=self._path, feature="data evolution (data-evolution.enabled)",
+                                          operation="read", detail=f"rows {group[0].first_row_id}.. are read without "
+                                          "a file holding their other columns (an incremental read?)")
+        every_row = dataclasses.replace(split, deletion_vectors=None)  # the anchor's vector applies after merging
+        anchor = anchor_of(group)
+        keep = deleted_mask((split.deletion_vectors or {}).get(anchor.file_name), group[0].row_count)
+        return merge_group(group, columns, holds=self._columns_held, keep=keep, field_of=self._readable.field,
+                           read=lambda f, names: self._read_file(every_row, f, names, some_columns=True))
+
+    def _columns_held(self, f: DataFileMeta) -> set[str]:
+        """The current names of the columns data file ``f`` stores."""
+        data_schema = self._schemas(f.schema_id)
+        current = {fld.id: fld.name for fld in self._schema.fields}
+        return {current[fld.id] for fld in data_schema.fields
+                if fld.id in current and (f.write_cols is None or fld.name in f.write_cols)}
 
     @contextlib.contextmanager
     def _open_file(self, split: Split, f: DataFileMeta) -> Iterator[df.OpenDataFile]:

@@ -24,9 +24,11 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError, SnapshotNotFoundError
+from ..meta.layout import POSTPONE_BUCKET
 from ..meta.snapshots import CommitKind
 from ..options.registry import ChangelogProducer
 from .incremental import read_changes, with_kinds
+from .postponed import postponed_rows
 
 START_MODES = ("latest-full", "latest", "from-snapshot", "from-snapshot-full", "from-timestamp", "compacted-full")
 
@@ -98,8 +100,14 @@ class StreamingScan:
             at = self._full_at
             # the stream's columns are the table's, as for its changes: no time travel to at's schema
             rows = table.split_reader().read(table.plan(snapshot_id=at), columns=wanted)
+            kinds = np.zeros(rows.num_rows, np.int8)
+            if table.options.bucket == POSTPONE_BUCKET and table.options.changelog_producer is ChangelogProducer.NONE:
+                # Paimon's full phase reads the postpone bucket too, unmerged (read/postponed.py)
+                waiting, waiting_kinds = postponed_rows(table, at, wanted)
+                rows = pa.concat_tables([rows, waiting.cast(rows.schema)])
+                kinds = np.concatenate([kinds, waiting_kinds])
             self._full_at = None
-            return StreamBatch(with_kinds(rows, np.zeros(rows.num_rows, np.int8)), at, at)
+            return StreamBatch(with_kinds(rows, kinds), at, at)
         latest = manager.latest_id()
         if latest is None or self._next > latest:
             return None
@@ -114,7 +122,9 @@ class StreamingScan:
                 "protect streaming readers with a consumer id")
         first, last = self._next, min(latest, self._next + max_snapshots - 1)
         mode = "changelog" if table.options.changelog_producer is not ChangelogProducer.NONE else "delta"
-        rows = read_changes(table, first - 1, last, mode=mode, columns=wanted)
+        # Paimon's streaming scan reads the postpone bucket's delta too, unless a changelog
+        # producer makes the compaction's changelog the stream (DataTableStreamScan)
+        rows = read_changes(table, first - 1, last, mode=mode, columns=wanted, postponed=mode == "delta")
         self._next = last + 1
         return StreamBatch(rows, first, last)
 

@@ -42,6 +42,7 @@ from ..meta.snapshots import CommitKind, Published, Snapshot, SnapshotManager
 from ..options.core import CoreOptions
 from ..predicate import Predicate
 from .messages import CommitMessage
+from .row_ids import RowTrackingSettings, assign_row_tracking
 
 _log = logging.getLogger(__name__)
 
@@ -114,6 +115,7 @@ class TableCommit:
         arrow_schema = schema.arrow_schema()
         self._partition_types = [arrow_schema.field(k).type for k in schema.partition_keys]
         self._key_types = [arrow_schema.field(k).type for k in schema.trimmed_primary_keys]
+        self._row_tracking = RowTrackingSettings.from_options(schema.options)
 
     # -- public ------------------------------------------------------------------------------
 
@@ -332,6 +334,12 @@ class TableCommit:
                     self._check_conflicts(base_entries, delta, kind)
                 index_manifest = self._next_index_manifest(latest, delta, overwrite, *index_changes)
                 new_id = 1 if latest is None else latest.id + 1
+                next_row_id = None
+                if self._row_tracking.enabled:  # from the snapshot this attempt builds on, on every retry
+                    assigned = assign_row_tracking(
+                        delta, snapshot_id=new_id, settings=self._row_tracking,
+                        next_row_id=(latest.next_row_id or 0) if latest is not None else 0)
+                    delta, next_row_id = list(assigned.entries), assigned.next_row_id
                 written: list[str] = []
                 try:
                     if index_manifest is not None and index_manifest[0]:
@@ -341,6 +349,8 @@ class TableCommit:
                                                       written)
                     if index_manifest is not None:
                         snapshot = dataclasses.replace(snapshot, index_manifest=index_manifest[0])
+                    if next_row_id is not None:
+                        snapshot = dataclasses.replace(snapshot, next_row_id=next_row_id)
                 except BaseException:
                     self._manifests.delete_files(written)
                     raise
@@ -513,13 +523,16 @@ class TableCommit:
         return matches
 
     def _check_conflicts(self, base: list[ManifestEntry], delta: list[ManifestEntry], kind: CommitKind) -> None:
-        # 1. a partition keeps its bucket count unless it is overwritten
+        # 1. a partition keeps its bucket count unless it is overwritten (counts <= 0, dynamic and
+        # postpone buckets, are no count: Paimon's ConflictDetection skips them)
         if kind is not CommitKind.OVERWRITE:
             counts: dict[bytes, int] = {}
             for e in base:
-                counts.setdefault(e.partition, e.total_buckets)
+                if e.total_buckets > 0:
+                    counts.setdefault(e.partition, e.total_buckets)
             for e in delta:
-                if e.kind is FileKind.ADD and counts.get(e.partition, e.total_buckets) != e.total_buckets:
+                if e.kind is FileKind.ADD and e.total_buckets > 0 \
+                        and counts.get(e.partition, e.total_buckets) != e.total_buckets:
                     raise CommitConflictError(
                         f"total buckets of partition changed from {counts[e.partition]} to {e.total_buckets} "
                         "without overwrite; rescale the table with an overwrite"

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 from ..data import data_file as df
 from ..data.binary_row import serialize_row
 from ..fs import FileIO, join
+from ..meta.fileindex import BuiltFileIndex, FileIndexBuilder, FileIndexSettings, index_file_name
 from ..meta.layout import ExternalPaths, bucket_directory, relative_bucket_path
 from ..meta.manifest import DataFileMeta, SimpleStats
 from ..meta.schema import TableSchema
@@ -43,6 +44,24 @@ class DataFileWriter:
         self._stores: list[Future] = []
         # constant in a bucket (partition columns) or nearly (row kind): always dictionary-encoded
         self.dictionary_hint = {df.VALUE_KIND, *self.partition_keys}
+        self._file_index = FileIndexSettings.from_options(options.raw, schema.fields)
+
+    def file_index_builder(self) -> FileIndexBuilder | None:
+        """A builder of one new data file's index (``file-index.*``), or None without indexes."""
+        return FileIndexBuilder(self._file_index) if self._file_index.enabled else None
+
+    def store_file_index(self, data_path: str, data_name: str,
+                         built: BuiltFileIndex | None) -> tuple[tuple[str, ...], bytes | None]:
+        """Place a data file's index: ``(extra files, embedded bytes)`` for its manifest entry;
+        an index above ``file-index.in-manifest-threshold`` is stored as ``<data file>.index``
+        beside the data file."""
+        if built is None:
+            return (), None
+        if built.embedded:
+            return (), built.data
+        name = index_file_name(data_name)
+        self._store(data_path.rsplit("/", 1)[0] + "/" + name, built.data)
+        return (name,), None
 
     @contextlib.contextmanager
     def background_stores(self) -> Iterator[None]:
@@ -161,7 +180,8 @@ class DataFileWriter:
 
     def describe(self, name: str, size: int, rows: int, ranges, first_key: list, last_key: list,
                  min_sequence: int, max_sequence: int, deletes: int, level: int, file_source: int, *,
-                 external_path: str | None = None) -> DataFileMeta:
+                 external_path: str | None = None, extra_files: tuple[str, ...] = (),
+                 embedded_index: bytes | None = None) -> DataFileMeta:
         """The manifest's description of a written file, from its column ranges and key bounds."""
         value_names = self.arrow_schema.names
         value_types = self.arrow_schema.types
@@ -189,10 +209,10 @@ class DataFileWriter:
             max_sequence_number=max_sequence,
             schema_id=self._schema.id,
             level=level,
-            extra_files=(),
+            extra_files=extra_files,
             creation_time_millis=int(time.time() * 1000),
             delete_row_count=deletes,
-            embedded_index=None,
+            embedded_index=embedded_index,
             file_source=file_source,
             value_stats_cols=() if self.options.stats_mode == "none" else None,
             external_path=external_path,
@@ -218,15 +238,20 @@ class DataFileWriter:
                                          dictionary_hint=self.dictionary_hint)
         path, external = self.file_path(partition, bucket, name)
         self._store(path, payload)
+        builder = self.file_index_builder()
+        if builder is not None:
+            builder.add(table)
+        extra_files, embedded = self.store_file_index(path, name, builder.finish() if builder else None)
+        stats_of = table.select(self.arrow_schema.names)  # stored extras (row tracking's) have no stats
         if footer is not None:
-            ranges = df.ranges_from_parquet(footer, table.column_names, [f.type for f in table.schema])
+            ranges = df.ranges_from_parquet(footer, stats_of.column_names, [f.type for f in stats_of.schema])
         else:
-            ranges = df.ranges_from_table(table, table.column_names)
+            ranges = df.ranges_from_table(stats_of, stats_of.column_names)
         first = [table.column(k)[0].as_py() for k in self.primary_keys]
         last = [table.column(k)[-1].as_py() for k in self.primary_keys]
         return self.describe(name, len(payload), table.num_rows, ranges, first, last,
                              int(sequence.min()), int(sequence.max()), df.row_kind_counts(kinds), level, file_source,
-                             external_path=external)
+                             external_path=external, extra_files=extra_files, embedded_index=embedded)
 
     def _value_stats(self, ranges, types) -> SimpleStats:
         mode = self.options.stats_mode
@@ -259,6 +284,7 @@ class ParquetStream:
         self._last_key: list = []
         self._min_sequence: int | None = None
         self._max_sequence: int | None = None
+        self._index = owner.file_index_builder()
 
     def add(self, values: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> None:
         keys = self._owner.primary_keys
@@ -270,6 +296,8 @@ class ParquetStream:
         self._max_sequence = hi if self._max_sequence is None else max(hi, self._max_sequence)
         self._rows += values.num_rows
         self._deletes += df.row_kind_counts(kinds)
+        if self._index is not None:
+            self._index.add(values)
         physical = self._owner.physical(values, kinds, sequence)
         self._pending.append(physical)
         self._pending_rows += values.num_rows
@@ -311,8 +339,10 @@ class ParquetStream:
         self._owner.file_io.sync(self._path)  # durable before any snapshot may reference it
         footer = self._writer.writer.metadata
         owner = self._owner
+        extra_files, embedded = owner.store_file_index(self._path, self.name,
+                                                       self._index.finish() if self._index else None)
         ranges = df.ranges_from_parquet(footer, owner.arrow_schema.names, owner.arrow_schema.types)
         return owner.describe(self.name, size, self._rows, ranges, self._first_key, self._last_key,
                               self._min_sequence, self._max_sequence, self._deletes, self._level, self._source,
-                              external_path=self._external)
+                              external_path=self._external, extra_files=extra_files, embedded_index=embedded)
 

@@ -26,6 +26,7 @@ from ..errors import DataError, InvalidArgumentError, InvalidOptionError, Schema
 from ..fs import FileIO, join
 from ..merge import merge
 from ..meta.index_files import IndexFileMeta, write_dv_file, write_hash_file
+from ..meta.layout import POSTPONE_BUCKET
 from ..meta.manifest import DataFileMeta
 from ..meta.schema import TableSchema
 from ..options.core import CoreOptions
@@ -45,6 +46,8 @@ from .conform import (
 from .cross_partition import CrossPartitionRouter
 from .file_writer import DataFileWriter
 from .messages import FILE_SOURCE_COMPACT, CommitMessage
+from .postpone import POSTPONE_SEQUENCE, is_postpone, postpone_write_options, validate_retraction
+from .row_ids import RowTrackingSettings
 from .start import EmptyStart, WriteStart
 
 
@@ -141,8 +144,14 @@ class TableWrite:
     def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
                  start: WriteStart | None = None, compactor_factory=None, spill_dir: str | None = None,
                  next_sequence: dict[tuple[tuple[object, ...], int], int] | None = None,
-                 sequence_stride: int = 1, sequence_offset: int = 0) -> None:
+                 sequence_stride: int = 1, sequence_offset: int = 0, commit_user: str | None = None) -> None:
         options.require_supported_for_write()
+        # a postpone-bucket table: rows go unsorted to bucket -2 (core/write/postpone.py)
+        self._postpone = is_postpone(options)
+        if self._postpone:
+            if not schema.primary_keys:
+                raise InvalidOptionError("bucket", "-2", "postpone buckets need a primary-key table")
+            options = postpone_write_options(options, schema.arrow_schema(), commit_user=commit_user)
         if sequence_stride < 1 or not 0 <= sequence_offset < sequence_stride:
             raise InvalidArgumentError(f"sequence offset {sequence_offset} must be in [0, stride {sequence_stride})")
         # Parallel writers of one bucket (Spark tasks) interleave their sequence numbers: task p of
@@ -154,6 +163,7 @@ class TableWrite:
         self._table_types = field_types(schema.fields)  # Paimon's names of the column types, for errors
         self._partition_keys = self._files.partition_keys
         self._is_pk = bool(schema.primary_keys)
+        self._row_tracking = RowTrackingSettings.from_options(schema.options).enabled
         self._bucket = options.bucket
         self._dynamic = self._is_pk and self._bucket == -1
         self._cross_partition = self._dynamic and not set(schema.partition_keys) <= set(schema.primary_keys)
@@ -253,6 +263,9 @@ class TableWrite:
             if table.num_rows == 0:
                 return
         table = table.combine_chunks()
+        if self._postpone:
+            validate_retraction(table, kinds, primary_keys=self._pk, spec=self._merge_spec,
+                                partition_keys=self._partition_keys)
         if self._cross_partition:
             table, kinds = self._router_of().route(table, kinds)
             if table.num_rows == 0:
@@ -293,16 +306,18 @@ class TableWrite:
             for code, rows in zip(present, rows_of_partitions, strict=True):
                 values = partitions[code]
                 if hashes is None:
-                    targets.append((values, 0, rows))
+                    targets.append((values, POSTPONE_BUCKET if self._postpone else 0, rows))
                     continue
                 row_buckets = self._bucket_index(values).assign(hashes[rows]).astype(np.int16)
                 order = np.argsort(row_buckets, kind="stable")  # radix sort on int16: rows stay ascending
                 cuts = np.flatnonzero(np.diff(row_buckets[order])) + 1
                 for chunk in np.split(order, cuts):
                     targets.append((values, int(row_buckets[chunk[0]]), rows[chunk]))
-        # what the writer has not seen yet is restored in one pass over the manifests
-        self._start.restore([(values, bucket) for values, bucket, _ in targets
-                             if (values, bucket) not in self._next_sequence])
+        # what the writer has not seen yet is restored in one pass over the manifests (a postpone
+        # writer ignores what exists, as Paimon's)
+        if not self._postpone:
+            self._start.restore([(values, bucket) for values, bucket, _ in targets
+                                 if (values, bucket) not in self._next_sequence])
         self._add_all(table, kinds, targets, pool, fuse=fuse)
 
     def _router_of(self) -> CrossPartitionRouter:
@@ -382,7 +397,8 @@ class TableWrite:
     def _sort_key(self, table: pa.Table) -> np.ndarray | None:
         """The key as one numpy array when the key order is a plain sort of it (one integer key
         without nulls, no sequence fields, no row-kind flag); None otherwise."""
-        if not self._is_pk or len(self._pk) != 1 or self._options.sequence_field or self._options.row_kind_flag:
+        if not self._is_pk or self._postpone or len(self._pk) != 1 or self._options.sequence_field \
+                or self._options.row_kind_flag:
             return None
         column = table.column(self._pk[0])
         if not pa.types.is_integer(column.type) or column.null_count:
@@ -396,7 +412,11 @@ class TableWrite:
         arrival order). Partition columns are one value here: repeated, not gathered."""
         count = len(rows)
         known: dict[str, pa.Array] = {}  # columns already at hand in key order
-        if self._is_pk:
+        if self._postpone:  # arrival order, every row's sequence unknown
+            sequence = np.full(count, POSTPONE_SEQUENCE, dtype=np.int64)
+            if count == table.num_rows:
+                return table, kinds, sequence
+        elif self._is_pk:
             if keys is not None:
                 order, ordered_keys = _stable_key_order(keys[rows])
                 known[self._pk[0]] = pa.array(ordered_keys, table.schema.field(self._pk[0]).type)
@@ -418,6 +438,8 @@ class TableWrite:
         return pa.Table.from_arrays(gathered, schema=table.schema), kinds[rows], sequence
 
     def _take_sequence(self, key: tuple[tuple[object, ...], int], count: int) -> int:
+        if self._postpone:
+            return POSTPONE_SEQUENCE
         if key not in self._next_sequence:
             self._next_sequence[key] = self._start.next_sequence(*key) + self._offset
         first = self._next_sequence[key]
@@ -434,7 +456,7 @@ class TableWrite:
             group = max(self._groups.values(), key=lambda g: g.nbytes)
             if group.nbytes == 0:
                 break
-            if self._is_pk and self._options.write_buffer_spillable:
+            if self._is_pk and self._options.write_buffer_spillable and not self._postpone:
                 self._spill(group)
             else:
                 self._flush_group(group)
@@ -529,7 +551,8 @@ class TableWrite:
         if state is None:
             may_compact = self._compactor_factory is not None  # write-only writers still compact on request
             files = list(self._start.files(partition, bucket)) if may_compact else []
-            state = self._states[key] = _BucketState(files=files, total_buckets=self._bucket if self._bucket > 0 else -1)
+            total = self._bucket if self._bucket > 0 or self._postpone else -1
+            state = self._states[key] = _BucketState(files=files, total_buckets=total)
             if self._options.deletion_vectors and may_compact:
                 vectors, index_files = self._start.deletion_vectors(partition, bucket)
                 state.vectors, state.vector_files = dict(vectors), list(index_files)
@@ -538,9 +561,11 @@ class TableWrite:
     def _flush_group(self, group: _Group) -> None:
         """Write the group's buffered and spilled rows as level-0 files (one sorted run)."""
         state = self._state(group.partition, group.bucket)
-        if not self._is_pk:
+        if not self._is_pk or self._postpone:  # arrival order, as buffered
             if group.kinds:
                 table, kinds, sequence = self._take_buffer(group)
+                if self._row_tracking:  # pending: the commit gives its rows the snapshot id
+                    sequence = np.zeros_like(sequence)
                 files = self._files.write(group.partition, group.bucket, table, kinds, sequence,
                                           prefix=self._options.data_file_prefix)
                 state.new_files += files
@@ -579,6 +604,10 @@ class TableWrite:
         for f in obsolete:
             with contextlib.suppress(Exception):
                 self._file_io.delete(f.external_path or join(directory, f.file_name))
+            for extra in f.extra_files:  # a file index beside the data file
+                with contextlib.suppress(Exception):
+                    self._file_io.delete(join((f.external_path or join(directory, f.file_name)).rsplit("/", 1)[0],
+                                              extra))
 
     def flush(self) -> None:
         """Write every buffered row as level-0 files now (``prepare_commit`` does this too)."""
@@ -619,7 +648,8 @@ class TableWrite:
         return messages
 
     def _write_vectors(self, partition: tuple[object, ...], bucket: int, vectors: dict) -> IndexFileMeta:
-        return write_dv_file(self._file_io, join(self._path, "index"), vectors)
+        return write_dv_file(self._file_io, join(self._path, "index"), vectors,
+                             bitmap64=self._options.deletion_vectors_bitmap64)
 
     def pending_messages(self) -> list[CommitMessage]:
         """Files written but not yet handed out by ``prepare_commit`` (to clean up after a failure)."""

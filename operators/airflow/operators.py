@@ -462,7 +462,10 @@ def _read_files(path: str, format: str, schema):
 
 
 class PaimonCompactOperator(PaimonJobOperator):
-    """Compact the table (``full``, or Paimon's universal compaction), buckets in parallel."""
+    """Compact the table (``full``, or Paimon's universal compaction), buckets in parallel. On a
+    postpone-bucket table (``bucket = -2``) it runs Paimon's postpone compaction, which gives the
+    rows waiting in ``bucket-postpone`` real buckets (partitions in parallel; ``partitions`` and
+    ``buckets`` are refused there, as Paimon refuses them, and ``full`` does not apply)."""
 
     job, commits = "compact", True
     template_fields = (*PaimonJobOperator.template_fields, "partitions", "buckets")

@@ -261,8 +261,9 @@ def test_mistakes_fail_in_one_line(warehouse):
 
 
 def test_a_table_paimonflow_cannot_write_is_refused_in_one_line_before_its_schema_changes(warehouse):
-    """The capability gate: an output into a row-tracking table (written by Paimon 2.x) with a new
-    column fails in one line; neither the schema nor the data changes."""
+    """The capability gate: an output into a table whose external data paths are on another
+    storage (as a Paimon 2.x writer may leave it) with a new column fails in one line; neither
+    the schema nor the data changes."""
     import json
     import os
 
@@ -279,12 +280,13 @@ def test_a_table_paimonflow_cannot_write_is_refused_in_one_line_before_its_schem
     schema_file = os.path.join(table.path, "schema", f"schema-{table.schema.id}")
     with open(schema_file) as f:
         doc = json.load(f)
-    doc["options"]["row-tracking.enabled"] = "true"  # as a Paimon 2.x writer would have made it
+    doc["options"].update({"data-file.external-paths": "s3://elsewhere/ext",  # as Paimon 2.x may leave it
+                           "data-file.external-paths.strategy": "round-robin"})
     with open(schema_file, "w") as f:
         json.dump(doc, f)
     result = dg.materialize([v2], resources=io(warehouse), raise_on_error=False)
     assert not result.success
     message = failure_message(result)
-    assert "\n" not in message and "row tracking" in message and "write" in message, message
+    assert "\n" not in message and "external data paths" in message and "write" in message, message
     after = Catalog(warehouse).get_table("shop.tracked")
     assert after.schema.id == table.schema.id and after.snapshot_manager.latest_id() == 1

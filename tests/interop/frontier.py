@@ -83,7 +83,7 @@ FEATURES: tuple[Feature, ...] = (
     Feature("pk_file_index"), Feature("append_file_index"),
     Feature("append_row_tracking"), Feature("append_row_tracking_partitioned"),
     Feature("append_data_evolution"), Feature("append_data_evolution_dv"),
-    Feature("append_global_index"), Feature("append_blob"),
+    Feature("append_global_index"), Feature("append_blob"), Feature("pk_variant"),
 )
 
 

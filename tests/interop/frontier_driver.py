@@ -41,6 +41,7 @@ class Recipe:
     deletes: bool = True
     partial: bool = False  # updates leave columns null (partial-update)
     external_dirs: int = 0
+    variant: bool = False  # a VARIANT column ``doc`` (Paimon's unshredded Parquet variant)
 
 
 RECIPES: dict[str, Recipe] = {
@@ -91,6 +92,8 @@ RECIPES: dict[str, Recipe] = {
     "append_data_evolution_dv": Recipe("evolution", {**_DATA_EVOLUTION, "deletion-vectors.enabled": "true"}),
     "append_global_index": Recipe("global_index", {**_DATA_EVOLUTION, "global-index.enabled": "true"}),
     "append_blob": Recipe("blob", _DATA_EVOLUTION),
+    # column types
+    "pk_variant": Recipe("pk", {"bucket": "1"}, variant=True),
 }
 
 
@@ -104,7 +107,20 @@ def _schema(recipe: Recipe) -> pa.Schema:
         fields += [pa.field("amount", pa.float64()), pa.field("op", pa.string())]
     if recipe.plan == "blob":
         fields.append(pa.field("pic", pa.large_binary()))
+    if recipe.variant:
+        fields.append(pa.field("doc", _VARIANT))
     return pa.schema(fields)
+
+
+#: pypaimon's Arrow form of VARIANT (it maps exactly this struct to the type)
+_VARIANT = pa.struct([pa.field("value", pa.binary(), nullable=False), pa.field("metadata", pa.binary(), nullable=False)])
+
+
+def _variant(i: int, generation: int) -> dict:
+    from pypaimon.data.generic_variant import GenericVariant
+
+    v = GenericVariant.from_python({"id": i, "generation": generation, "tags": [f"t{i}", None]})
+    return {"value": v.value(), "metadata": v.metadata()}
 
 
 def _rows(schema: pa.Schema, ids, *, generation: int = 0, op: str = "+I", partial: bool = False) -> pa.Table:
@@ -126,6 +142,8 @@ def _rows(schema: pa.Schema, ids, *, generation: int = 0, op: str = "+I", partia
             columns[name] = [op] * len(ids)
         elif name == "pic":
             columns[name] = [bytes([i % 256]) * (i * 37 + generation) for i in ids]
+        elif name == "doc":
+            columns[name] = [_variant(i, generation) for i in ids]
     return pa.table(columns, schema=schema)
 
 

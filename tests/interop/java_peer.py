@@ -135,10 +135,16 @@ class JavaPeer:
     def compact(self, warehouse, identifier: str, *, full: bool = True, options=None) -> None:
         self._op("compact", warehouse, identifier, full=full, options=options)
 
-    def read(self, warehouse, identifier: str, *, snapshot_id=None, tag=None, options=None) -> int:
-        """Queue a batch read; :meth:`run` returns its rows (with ``_row_kind``) at this position."""
+    def read(self, warehouse, identifier: str, *, snapshot_id=None, tag=None, options=None,
+             equal: tuple[str, Any] | None = None) -> int:
+        """Queue a batch read; :meth:`run` returns its rows (with ``_row_kind``) at this position.
+        ``equal`` (column, value: a string or an integer) filters as Java does: whole files are
+        skipped by statistics and file indexes, the rows of the others all come back; the
+        result's ``files`` (in :attr:`last_results`) counts the data files Java planned."""
         out = self._path("out")
-        self._op("read", warehouse, identifier, out=str(out), snapshot_id=snapshot_id, tag=tag, options=options)
+        filters = {"equal": {"column": equal[0], "value": equal[1]}} if equal is not None else {}
+        self._op("read", warehouse, identifier, out=str(out), snapshot_id=snapshot_id, tag=tag, options=options,
+                 **filters)
         self._reads.append(out)
         return len(self._reads) - 1
 

@@ -31,6 +31,7 @@ import pytest
 
 from paimonflow.core.meta.capabilities import REFUSED as GATE_REFUSED
 from paimonflow.core.meta.capabilities import Feature as GatedFeature
+from paimonflow.core.meta.capabilities import features_of
 
 from .frontier import (
     DATABASE,
@@ -384,14 +385,16 @@ def test_no_cell_failed(matrix: Matrix) -> None:
 
 
 def test_only_the_gate_refuses(matrix: Matrix) -> None:
-    """Refusals come only where the capability gate says so: file-index tables refuse writes and
-    compactions (so Java's index files are never dropped); every other cell is supported."""
+    """Refusals come only where the capability gate says so: tables with file index types
+    paimonflow does not write refuse writes and compactions (so Java's index files are never
+    dropped); every other cell is supported (bloom-filter and bitmap indexes are written)."""
     refused_gates = GATE_REFUSED[GatedFeature.FILE_INDEX]
     by_name = {op.name: op for op in OPERATIONS}
     unexpected = []
     for kind in KINDS:
         for name in matrix.operations:
-            want = REFUSED if kind.file_index and by_name[name].gate in refused_gates else SUPPORTED
+            gated = GatedFeature.FILE_INDEX in features_of(kind.options)  # bloom-filter and bitmap are written
+            want = REFUSED if gated and by_name[name].gate in refused_gates else SUPPORTED
             got = matrix.outcomes[kind.name, name]
             if not got.startswith("FAILED") and got != want:
                 unexpected.append(f"{kind.name} × {name}: {got}, expected {want}")

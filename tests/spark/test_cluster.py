@@ -195,7 +195,7 @@ def test_an_executor_killed_in_the_middle_of_a_write_is_replaced_and_rows_land_o
 @pytest.mark.timeout(900)
 def test_a_job_submitted_to_the_cluster_on_a_table_it_cannot_change_is_refused_in_one_line(spark_cluster, tmp_path):
     """The capability gate where jobs really run: a compaction and an orphan removal submitted to the
-    standalone cluster on a row-tracking table and on one with an option paimonflow does not know
+    standalone cluster on a data-evolution table and on one with an option paimonflow does not know
     (as Paimon 2.x writers leave them) exit 2 with one JSON error line naming the feature and the
     operation, and no file of the table changes."""
     from tests.files import tree
@@ -206,12 +206,12 @@ def test_a_job_submitted_to_the_cluster_on_a_table_it_cannot_change_is_refused_i
     t.write(pa.table({"id": [1, 2], "v": ["a", "b"], "dt": ["2026-11-21", "2026-11-22"]}, schema=SCHEMA))
     schema_file = Path(t.path) / "schema" / "schema-0"
     doc = json.loads(schema_file.read_text())
-    doc["options"].update({"row-tracking.enabled": "true", "some.future-option": "on"})
+    doc["options"].update({"data-evolution.enabled": "true", "some.future-option": "on"})
     schema_file.write_text(json.dumps(doc))
     location = TableLocation(str(tmp_path / "wh"), "db.t")
     before = tree(Path(t.path))
     for n, (job, arguments, feature, operation) in enumerate([
-            ("compact", {}, "row tracking", "compaction"),
+            ("compact", {}, "data evolution", "compaction"),
             ("remove-orphan-files", {"older_than_millis": 0, "min_older_than_millis": 0},
              "an option paimonflow does not know", "orphan removal")]):
         command = submit_command(job, location, arguments, result_file=None)

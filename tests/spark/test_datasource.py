@@ -375,18 +375,33 @@ def test_tables_the_gate_refuses_fail_on_the_driver_in_one_typed_line(spark, cat
         with open(schema_file, "w") as f:
             json.dump(doc, f)
 
-    with_option("row-tracking.enabled", "true")  # read, but neither written nor compacted
+    with_option("data-file.external-paths", "s3://elsewhere/ext")  # read, but neither written nor compacted
+    with_option("data-file.external-paths.strategy", "round-robin")
     before = tree(tmp_path)
     rows = spark.createDataFrame([(9, "z", "x")], "id long, v string, dt string")
-    with pytest.raises(Exception, match=r"UnsupportedFeatureError: table db\.t uses row tracking .* for write"):
+    with pytest.raises(Exception, match=r"UnsupportedFeatureError: table db\.t uses external data paths .* for write"):
         rows.write.format("paimonflow").option("warehouse", catalog.warehouse).mode("append").save("db.t")
     assert tree(tmp_path) == before
     assert reader(spark, catalog).load("db.t").count() == 5
-    with_option("data-evolution.enabled", "true")  # not even read
+    with_option("data-file.path-directory", "/elsewhere")  # not even read
     before = tree(tmp_path)
-    with pytest.raises(Exception, match=r"UnsupportedFeatureError: table db\.t uses data evolution .* for read"):
+    with pytest.raises(Exception, match=r"UnsupportedFeatureError: table db\.t uses a data-file.path-directory .* read"):
         reader(spark, catalog).load("db.t").collect()
-    with pytest.raises(Exception, match=r"UnsupportedFeatureError: table db\.t uses data evolution .* for read"):
+    with pytest.raises(Exception, match=r"UnsupportedFeatureError: table db\.t uses a data-file.path-directory .* read"):
         spark.readStream.format("paimonflow").option("warehouse", catalog.warehouse).load("db.t") \
             .writeStream.format("memory").queryName("refused").start().processAllAvailable()
     assert tree(tmp_path) == before
+
+
+def test_the_columns_option_reads_row_ids_of_a_row_tracking_table(spark, catalog):
+    """As Paimon's Spark connector exposes them: ``_ROW_ID`` and ``_SEQUENCE_NUMBER``."""
+    t = catalog.create_table("db.tracked", SCHEMA, partition_keys=["dt"],
+                             options={"row-tracking.enabled": "true", "bucket": "-1"})
+    t.write(pa.table({"id": [1, 2], "v": ["a", "b"], "dt": ["x", "y"]}, schema=SCHEMA))
+    t.write(pa.table({"id": [3], "v": ["c"], "dt": ["x"]}, schema=SCHEMA))
+    got = reader(spark, catalog).option("columns", "id,_ROW_ID,_SEQUENCE_NUMBER").load("db.tracked").collect()
+    assert as_set(got) == {(1, 0, 1), (2, 1, 1), (3, 2, 2)}
+    rows = spark.createDataFrame([(4, "d", "y")], "id long, v string, dt string")
+    rows.write.format("paimonflow").option("warehouse", catalog.warehouse).mode("append").save("db.tracked")
+    got = reader(spark, catalog).option("columns", "id,_ROW_ID").load("db.tracked").collect()
+    assert as_set(got) == {(1, 0), (2, 1), (3, 2), (4, 3)}

@@ -34,7 +34,9 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string(
     ({"data-file.external-paths": "ext", "data-file.external-paths.strategy": "round-robin"}, Feature.EXTERNAL_PATHS),
     ({"row-tracking.enabled": "true"}, Feature.ROW_TRACKING),
     ({"data-evolution.enabled": "true"}, Feature.DATA_EVOLUTION),
-    ({"file-index.bloom-filter.columns": "v"}, Feature.FILE_INDEX),
+    ({"file-index.bsi.columns": "v"}, Feature.FILE_INDEX),
+    ({"file-index.range-bitmap.columns": "v"}, Feature.FILE_INDEX),
+    ({"file-index.bitmap.columns": "m[k]"}, Feature.FILE_INDEX),
     ({"deletion-vectors.bitmap64": "TRUE"}, Feature.BITMAP64),
     ({"index-file-in-data-file-dir": "true"}, Feature.INDEX_IN_DATA_DIR),
     ({"blob-field": "b"}, Feature.BLOB),
@@ -57,6 +59,8 @@ def test_each_feature_is_found_and_refuses_its_operations(options, feature):
 def test_plain_and_known_options_are_no_feature():
     assert features_of({"bucket": "4", "merge-engine": "partial-update", "data-file.path-directory": "data",
                         "row-tracking.enabled": "false", "file-index.bloom-filter.columns": "",
+                        "file-index.bitmap.columns": "v", "file-index.bloom-filter.v.fpp": "0.01",
+                        "file-index.in-manifest-threshold": "1 kb",
                         "postpone.default-bucket-num": "4", "fields.v.aggregate-function": "sum"}) == {}
 
 
@@ -113,7 +117,7 @@ ENTRY_POINTS = {
 @pytest.mark.parametrize("operation", list(Operation))
 def test_every_entry_point_refuses_before_changing_a_file(tmp_path, operation):
     t = _with_options(tmp_path, {"a.future-option": "on"} if operation is not Operation.READ
-                      else {"data-evolution.enabled": "true"})
+                      else {"data-file.path-directory": "/elsewhere"})
     before = tree(tmp_path)
     for call in ENTRY_POINTS[operation]:
         with pytest.raises(UnsupportedFeatureError, match=operation.value):
@@ -122,7 +126,9 @@ def test_every_entry_point_refuses_before_changing_a_file(tmp_path, operation):
 
 
 def test_files_with_partial_columns_are_refused_by_reads_whatever_the_options(tmp_path):
-    """An option can be removed after data-evolution files were written: the file metadata counts."""
+    """An option can be removed after data-evolution files were written: the file metadata counts
+    (compaction refuses partial-column files; reads merge them by row id, or refuse them when the
+    table no longer says data evolution: tests/core/write/test_row_tracking.py)."""
     from dataclasses import replace
 
     from paimonflow.core.meta.capabilities import require_file_metadata
@@ -131,12 +137,16 @@ def test_files_with_partial_columns_are_refused_by_reads_whatever_the_options(tm
     files = [s for split in t.plan() for s in split.files]
     require_file_metadata("db.t", files, Operation.READ)
     partial = [replace(files[0], write_cols=("v",))]
+    require_file_metadata("db.t", partial, Operation.READ)
     with pytest.raises(UnsupportedFeatureError, match="holds only columns"):
-        require_file_metadata("db.t", partial, Operation.READ)
-    tracked = [replace(files[0], first_row_id=0)]
+        require_file_metadata("db.t", partial, Operation.COMPACT)
+    tracked = [replace(files[0], first_row_id=0)]  # row tracking is implemented for every operation
     require_file_metadata("db.t", tracked, Operation.READ)
-    with pytest.raises(UnsupportedFeatureError, match="row ids"):
-        require_file_metadata("db.t", tracked, Operation.COMPACT)
+    require_file_metadata("db.t", tracked, Operation.COMPACT)
+    # what Paimon's row-tracking compaction writes: every column, then _ROW_ID and _SEQUENCE_NUMBER
+    compacted = [replace(files[0], first_row_id=None, write_cols=("id", "v", "_ROW_ID", "_SEQUENCE_NUMBER"))]
+    require_file_metadata("db.t", compacted, Operation.READ)
+    require_file_metadata("db.t", compacted, Operation.COMPACT)
 
 
 def test_the_docs_show_the_capability_matrix():

@@ -145,8 +145,8 @@ def test_corrupt_schema_files_name_path_and_reason(data: bytes, reason: str) -> 
 
 
 def test_unsupported_types_are_not_called_corrupt() -> None:
-    with pytest.raises(UnsupportedError, match="VARIANT"):
-        TableSchema.from_json(_with(fields=[{"id": 0, "name": "id", "type": "VARIANT"},
+    with pytest.raises(UnsupportedError, match="BLOB"):
+        TableSchema.from_json(_with(fields=[{"id": 0, "name": "id", "type": "BLOB"},
                                             {"id": 1, "name": "dt", "type": "STRING"}]))
 
 

@@ -73,6 +73,7 @@ import org.apache.paimon.table.sink.CommitMessage;
 import org.apache.paimon.table.sink.StreamTableCommit;
 import org.apache.paimon.table.sink.StreamWriteBuilder;
 import org.apache.paimon.table.sink.TableWriteImpl;
+import org.apache.paimon.predicate.PredicateBuilder;
 import org.apache.paimon.table.source.DataSplit;
 import org.apache.paimon.table.source.ReadBuilder;
 import org.apache.paimon.table.source.Split;
@@ -500,7 +501,20 @@ public final class PaimonPeer {
             table = table.copy(travel);
         }
         ReadBuilder builder = table.newReadBuilder();
+        if (op.hasNonNull("equal")) {
+            // column = value: Java skips files (statistics, file indexes), not rows of kept files
+            JsonNode equal = op.get("equal");
+            int field = table.rowType().getFieldNames().indexOf(equal.get("column").asText());
+            JsonNode value = equal.get("value");
+            Object literal = value.isTextual() ? BinaryString.fromString(value.asText()) : (Object) value.asLong();
+            builder = builder.withFilter(new PredicateBuilder(table.rowType()).equal(field, literal));
+        }
         List<Split> splits = builder.newScan().plan().splits();
+        int planned = 0;
+        for (Split split : splits) {
+            planned += ((DataSplit) split).dataFiles().size();
+        }
+        result.put("files", planned);
         try (RowsOut out = new RowsOut(builder.readType(), op.get("out").asText());
              IOManager io = IOManager.create(tempRoot.toString())) {
             out.add(builder.newRead().withIOManager(io).createReader(splits));
