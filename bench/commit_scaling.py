@@ -2,6 +2,7 @@
 exactly-once look-up at 10, 100, 1,000 and 10,000 live files and snapshots.
 
     .venv/bin/python bench/commit_scaling.py [--sizes 10,100,1000,10000] [--reps 21]
+    .venv/bin/python bench/commit_scaling.py --retained 1,1000,10000 [--reps 15]
 
 The table: primary key ``(id, dt)``, partitioned by ``dt``, 4 buckets, ``write-only`` (nothing
 is compacted, so every commit's file stays live). It grows by 100-row commits of an Airflow-like
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -111,12 +113,62 @@ def measure(writer: Writer, reps: int) -> dict[str, float]:
     return out
 
 
+def retained(counts: list[int], reps: int) -> None:
+    """The commit beside a long history under default options. One primary-key table (4 buckets,
+    default options: writers compact as Paimon's do, nothing expires within
+    ``snapshot.time-retained``) is grown by ``max(counts)`` 100-row upserts; a copy per count then
+    keeps only that many snapshots (an expiry down to it), so every copy holds the same live files
+    and manifests and differs only in its history. Then ``reps`` rounds of one more upsert into
+    each copy in turn (interleaved, so the machine's drift falls on every side alike); medians."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.float64())])
+    rng = np.random.default_rng(11)
+
+    def upsert(catalog: Catalog) -> None:
+        ids = rng.choice(100_000, ROWS_PER_COMMIT, replace=False)
+        catalog.get_table("b.t").write(pa.table({"id": ids, "v": rng.random(ROWS_PER_COMMIT)}, schema=schema))
+
+    with tempfile.TemporaryDirectory() as root:
+        grown = Catalog(f"{root}/grown")
+        grown.create_database("b")
+        grown.create_table("b.t", schema, primary_keys=["id"], options={"bucket": "4"})
+        started = time.perf_counter()
+        for _ in range(max(counts)):
+            upsert(grown)
+        print(json.dumps({"upserts": max(counts), "snapshots": len(grown.get_table("b.t").snapshot_manager.list_ids()),
+                          "build_seconds": round(time.perf_counter() - started, 1)}), file=sys.stderr, flush=True)
+        catalogs = []
+        for count in counts:
+            shutil.copytree(f"{root}/grown", f"{root}/wh-{count}")
+            catalog = Catalog(f"{root}/wh-{count}")
+            table = catalog.get_table("b.t")
+            while len(table.snapshot_manager.list_ids()) > count:
+                table.expire_snapshots(retain_min=count, retain_max=count, older_than_millis=0, max_deletes=1_000_000)
+            catalogs.append(catalog)
+        times: list[list[float]] = [[] for _ in counts]
+        for _ in range(reps):
+            for i, catalog in enumerate(catalogs):
+                times[i].append(timed(lambda catalog=catalog: upsert(catalog)))
+        print(f"Machine: {platform.machine()}, Python {platform.python_version()}; a 100-row upsert "
+              f"(post-commit maintenance included) into copies of one table grown by {max(counts):,} upserts, "
+              f"each keeping N snapshots; medians of {reps} interleaved commits, milliseconds")
+        print("| retained snapshots | commit (median) | commit (mean) | vs the first |")
+        print("|---|---|---|---|")
+        base = statistics.median(times[0])
+        for count, spent in zip(counts, times, strict=True):
+            print(f"| {count:,} | {statistics.median(spent) * 1000:.1f} | {statistics.fmean(spent) * 1000:.1f} "
+                  f"| {statistics.median(spent) / base:.2f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10,100,1000,10000")
     parser.add_argument("--reps", type=int, default=21)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--retained", help="instead: the commit beside N retained snapshots, e.g. 1,1000,10000")
     args = parser.parse_args()
+    if args.retained:
+        retained([int(n) for n in args.retained.split(",")], args.reps)
+        return
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as warehouse:
         catalog = Catalog(warehouse)

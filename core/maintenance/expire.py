@@ -117,7 +117,7 @@ def expire_range(table: TableMeta, *, retain_min: int, retain_max: int, time_ret
                  now_millis: int) -> tuple[int | None, int | None]:
     """``(earliest, end)``: snapshots ``earliest <= id < end`` expire (``end`` None: nothing)."""
     manager = table.snapshot_manager
-    latest, earliest = manager.latest_id(), manager.earliest_id()
+    latest, earliest = manager.latest_id(), manager.earliest_id(repair_hint=True)
     if latest is None or earliest is None:
         return earliest, None
     lowest = max(latest - retain_max + 1, earliest)

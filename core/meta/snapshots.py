@@ -249,11 +249,15 @@ class SnapshotManager:
         ids = self.list_ids()
         return ids[-1] if ids else None
 
-    def earliest_id(self) -> int | None:
+    def earliest_id(self, *, repair_hint: bool = False) -> int | None:
+        """The oldest snapshot's id: the ``EARLIEST`` hint when it holds, else by listing; with
+        ``repair_hint`` (writers only) a listing writes the hint, so the next call does not list."""
         hint = self._read_hint(EARLIEST)
         if hint is not None and self.exists(hint) and not self.exists(hint - 1):
             return hint
         ids = self.list_ids()
+        if ids and repair_hint and ids[0] != hint:
+            self._write_hint(EARLIEST, ids[0])
         return ids[0] if ids else None
 
     def latest(self) -> Snapshot | None:
@@ -435,7 +439,11 @@ class SnapshotManager:
         expiring: dict[str, int] = {}
         rollbacks: dict[str, int] = {}
         stale: list[str] = []
-        for status in self.file_io.list_dir(self.directory):
+        # two prefix listings: what they cost does not grow with the snapshots kept (object
+        # stores list only the markers; a local disk stats only them)
+        found_markers = [*self.file_io.list_files(self.directory, EXPIRING_PREFIX),
+                         *self.file_io.list_files(self.directory, ROLLBACK_PREFIX)]
+        for status in found_markers:
             path = status.path.rstrip("/")
             name = path.rsplit("/", 1)[-1]
             for prefix, found in ((EXPIRING_PREFIX, expiring), (ROLLBACK_PREFIX, rollbacks)):
@@ -481,9 +489,11 @@ class SnapshotManager:
     def end_expiry(self, marker: str | None) -> None:
         """Remove this run's marker, and those of crashed runs that no existing snapshot is below
         any more (then "the snapshot no longer exists" stops a tag on their snapshots instead)."""
+        now = self.markers()
+        if marker is None and not now.expiring and not now.stale:
+            return  # nothing to remove: no listing of the snapshots (each commit's expiry ends here)
         ids = self.list_ids()
         lowest = ids[0] if ids else None
-        now = self.markers()
         for path, end in now.expiring.items():
             if path == marker or (lowest is not None and end <= lowest):
                 self._delete_marker(path)

@@ -257,3 +257,31 @@ def test_a_bound_given_alone_overrides_the_other_bounds_default(catalog):
         t.expire_snapshots(retain_min=4, retain_max=3)
     with pytest.raises(InvalidArgumentError, match="retain_max must be at least 1"):
         t.expire_snapshots(retain_max=0)
+
+
+def test_a_commit_with_nothing_to_expire_neither_lists_the_snapshots_nor_writes_a_marker(catalog, monkeypatch):
+    """Post-commit expiry under default options (keep an hour) on a table with a long history:
+    it decides from the hints and the two marker prefixes, without listing every snapshot and
+    without writing a marker, so a commit costs the same at 1 and 10,000 retained snapshots."""
+    from paimonflow.core.fs.local import LocalFileIO
+
+    t = catalog.create_table("db.long", pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())]),
+                             primary_keys=["id"], options={"bucket": "1"})
+    for i in range(40):
+        t.write(rows([i % 7], f"v{i}"))
+    listed: list[tuple[str, str]] = []
+    written: list[str] = []
+    real_dir, real_files, real_write = LocalFileIO.list_dir, LocalFileIO.list_files, LocalFileIO.write_bytes
+    monkeypatch.setattr(LocalFileIO, "list_dir", lambda self, path: listed.append((path, "*")) or real_dir(self, path))
+    monkeypatch.setattr(LocalFileIO, "list_files",
+                        lambda self, path, prefix: listed.append((path, prefix)) or real_files(self, path, prefix))
+    monkeypatch.setattr(LocalFileIO, "write_bytes",
+                        lambda self, path, data: written.append(path) or real_write(self, path, data))
+    table = catalog.get_table("db.long")
+    for i in range(3):
+        assert table.write(rows([100 + i], "new")).snapshot_id is not None  # post-commit maintenance runs
+    snapshot_dir = f"{table.path}/snapshot"
+    whole = [p for p in listed if p[0].rstrip("/") == snapshot_dir and p[1] in ("*", "", "snapshot-")]
+    assert whole == []  # prefix listings of markers and of a publish's own temporary files only
+    assert not [p for p in written if "/snapshot/EXPIRING-" in p]
+    assert len(table.snapshot_manager.list_ids()) >= 43  # nothing expired: all are younger than an hour
