@@ -49,8 +49,9 @@ class Output:
         typer.echo(json.dumps(value, default=_json_default, indent=2 if self._terminal() else None))
 
     def rows(self, table: pa.Table | Sequence[Mapping[str, Any]], *, title: str | None = None,
-             limit: int | None = None, columns: Sequence[str] | None = None) -> None:
-        """A table of rows: a JSON array of objects; TSV with a header line; or a Rich table."""
+             limit: int | None = None, columns: Sequence[str] | None = None, more: bool = False) -> None:
+        """A table of rows: a JSON array of objects; TSV with a header line; or a Rich table.
+        ``more``: rows beyond these exist, uncounted (a read that stopped at its limit)."""
         total = table.num_rows if isinstance(table, pa.Table) else len(table)
         if isinstance(table, pa.Table):  # only the rows shown become Python values
             columns = columns or table.column_names
@@ -77,6 +78,8 @@ class Output:
         console.print(view)
         if total > len(records):
             console.print(f"[dim]… {total - len(records)} more rows (--limit)[/dim]")
+        elif more:
+            console.print("[dim]… more rows (--limit 0 shows all)[/dim]")
 
     def result(self, result: Mapping[str, Any], *, title: str | None = None) -> None:
         """A result or plan: a JSON object; ``key<TAB>value`` lines; or a two-column Rich table."""

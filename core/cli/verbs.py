@@ -177,26 +177,62 @@ def read(
     """Print rows (or save them to a file)."""
     if limit < 0:
         raise InvalidArgumentError(f"--limit must be 0 (all rows) or more, not {limit}")
+    if output is not None and output.suffix.lower() not in (".csv", ".parquet"):
+        raise InvalidArgumentError(f"--output {output}: give a .parquet or .csv file name")
     table = _catalog(warehouse).get_table(identifier)
-    rows = table.read(snapshot_id=snapshot, tag=tag, columns=column)
+    # rows stream split by split: --output writes them as they come, --limit stops reading once
+    # it has them (memory: a split, not the table)
+    batches = table.to_batches(snapshot_id=snapshot, tag=tag, columns=column)
     if output is not None:
-        _save(rows, output)
-        out.done(f"wrote {rows.num_rows} rows to {output}", {"rows_written": rows.num_rows, "path": str(output)})
-    else:
-        out.rows(rows, title=identifier, limit=limit or None)
+        written = _save(batches, output, lambda: table.read(snapshot_id=snapshot, tag=tag, columns=column).schema)
+        out.done(f"wrote {written} rows to {output}", {"rows_written": written, "path": str(output)})
+        return
+    shown: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        shown.append(batch)
+        count += batch.num_rows
+        if limit and count > limit:  # one row past the limit tells there are more
+            break
+    rows = pa.Table.from_batches(shown) if shown else table.read(snapshot_id=snapshot, tag=tag, columns=column)
+    out.rows(rows.slice(0, limit) if limit else rows, title=identifier, more=bool(limit) and count > limit)
 
 
-def _save(rows: pa.Table, path: Path) -> None:
-    if path.suffix.lower() not in (".csv", ".parquet"):
-        raise InvalidArgumentError(f"--output {path}: give a .parquet or .csv file name")
-    if path.suffix.lower() == ".csv":
-        import pyarrow.csv as csv
+def _save(batches, path: Path, empty_schema) -> int:
+    """Write ``batches`` to ``path`` (.csv or .parquet) as they come, through a temporary file
+    beside it that is renamed at the end: a failed read leaves no partial file. Returns the rows."""
+    import contextlib
+    import os
+    import tempfile
 
-        csv.write_csv(rows, path)
-    else:
-        import pyarrow.parquet as pq
+    import pyarrow.csv as csv
+    import pyarrow.parquet as pq
 
-        pq.write_table(rows, path)
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    os.close(fd)
+    rows, writer = 0, None
+    try:
+        for batch in batches:
+            if writer is None:
+                writer = (csv.CSVWriter(temporary, batch.schema) if path.suffix.lower() == ".csv"
+                          else pq.ParquetWriter(temporary, batch.schema))
+            writer.write_batch(batch)
+            rows += batch.num_rows
+        if writer is None:  # no rows: the file still has the columns
+            schema = empty_schema()
+            writer = csv.CSVWriter(temporary, schema) if path.suffix.lower() == ".csv" else pq.ParquetWriter(
+                temporary, schema)
+        writer.close()
+        os.replace(temporary, path)
+    except BaseException:
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.close()
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return rows
 
 
 @command()
