@@ -1,8 +1,9 @@
 """Avro data files (``file.format=avro``) through fastavro.
 
 Avro is a row format. Flat tables are written by the vectorized encoder of :mod:`.avro_encode`
-(byte-identical to fastavro); nested ones, and all reads, go through Python rows (fastavro encodes
-and decodes them). Everything around the row codec is columnar: temporal values travel as integers,
+(byte-identical to fastavro) and flat files read by the vectorized decoder of :mod:`.avro_decode`
+(value for value what fastavro reads); nested ones go through Python rows (fastavro encodes and
+decodes them), as does any file the decoder finds inconsistent, so errors are fastavro's. Everything around the row codec is columnar: temporal values travel as integers,
 and maps are rebuilt from their key/value arrays.
 
 The schema is the one Apache Paimon's ``AvroSchemaConverter`` derives (Java 0.9 to 2.x):
@@ -28,15 +29,18 @@ the columns to the table's types afterwards.
 
 from __future__ import annotations
 
+import importlib
 import io
 import itertools
+import zlib
+from collections.abc import Iterator
 from typing import Any
 
 import fastavro
 import pyarrow as pa
 
 from ..errors import DataError, UnsupportedError
-from . import avro_encode
+from . import avro_decode, avro_encode
 
 _CODECS = {"zstd": "zstandard", "snappy": "snappy", "none": "null", "gzip": "deflate", "lz4": "lz4"}
 NAMESPACE = "org.apache.paimon.avro.generated"
@@ -319,16 +323,76 @@ def _maps_from_entries(array: pa.Array, final: pa.DataType) -> pa.Array:
     return pa.ListArray.from_arrays(offsets, _maps_from_entries(values, final.value_type), type=final, mask=mask)
 
 
-def read_avro_table(source: Any) -> pa.Table:
-    """All columns of an Avro data file (bytes or a binary stream) as an Arrow table."""
-    stream = source if hasattr(source, "read") else io.BytesIO(source)
-    reader = fastavro.reader(stream)
+def _file_fields(writer_schema: Any) -> tuple[list[pa.Field], list[pa.Field]]:
+    """The decoded and final Arrow fields of a data file's columns (see :meth:`_Types.of`)."""
     types = _Types()
     decoded_fields, final_fields = [], []
-    for f in _top_record(reader.writer_schema)["fields"]:
+    for f in _top_record(writer_schema)["fields"]:
         decoded, final, nullable = types.of(f["type"])
         decoded_fields.append(pa.field(f["name"], decoded, nullable))
         final_fields.append(pa.field(f["name"], final, nullable))
+    return decoded_fields, final_fields
+
+
+def _zstd_errors() -> tuple[type[Exception], ...]:
+    """The error of the zstd module fastavro decompresses with, if there is one."""
+    for module in ("backports.zstd", "compression.zstd"):
+        try:
+            return (importlib.import_module(module).ZstdError,)
+        except ImportError:
+            continue
+    return ()
+
+
+# What reading a damaged or unusual container raises: the vectorized path then defers to the row
+# path, which raises its own error (or reads the file).
+_CONTAINER_ERRORS: tuple[type[Exception], ...] = (ValueError, EOFError, OSError, KeyError, TypeError, IndexError,
+                                                  OverflowError, UnsupportedError, zlib.error, *_zstd_errors())
+
+
+def _read_flat(data: Any) -> pa.Table | None:
+    """The file's table decoded column-wise by :mod:`.avro_decode`, or None if its records are
+    not flat or its bytes are anything the row path would reject or read differently."""
+    try:
+        blocks = fastavro.block_reader(io.BytesIO(data))
+        plan = avro_decode.flat_read_plan(blocks.writer_schema)
+        if plan is None:
+            return None
+        decoded_fields, _ = _file_fields(blocks.writer_schema)
+        return avro_decode.decode_blocks(plan, pa.schema(decoded_fields), _block_bytes(blocks))
+    except _CONTAINER_ERRORS:
+        return None
+
+
+def _block_bytes(blocks: Any) -> Iterator[tuple[int, bytes]]:
+    """``(record count, decompressed bytes)`` of each block of a ``fastavro.block_reader``."""
+    for block in blocks:
+        # ``bytes_`` is not in fastavro's stubs, but it is what fastavro's Writer.write_block
+        # reads from a block too (see avro_encode); without it, the row path reads the file
+        raw = getattr(block, "bytes_", None)
+        if isinstance(raw, io.BytesIO):
+            yield block.num_records, raw.getvalue()
+        elif isinstance(raw, bytes):
+            yield block.num_records, raw
+        else:
+            raise UnsupportedError("fastavro's blocks do not expose their bytes")
+
+
+def read_avro_table(source: Any) -> pa.Table:
+    """All columns of an Avro data file (bytes or a binary stream) as an Arrow table.
+
+    Files of flat records are decoded column-wise (:mod:`.avro_decode`); others, and any file
+    whose bytes that decoder finds inconsistent, through fastavro's rows, so that damaged files
+    raise fastavro's errors (or :class:`DataError` for a null row) whichever path was tried."""
+    data = source.read() if hasattr(source, "read") else source
+    table = _read_flat(data)
+    return table if table is not None else _read_avro_rows(io.BytesIO(data))
+
+
+def _read_avro_rows(stream: Any) -> pa.Table:
+    """All columns of an Avro data file through Python rows (``fastavro.reader``)."""
+    reader = fastavro.reader(stream)
+    decoded_fields, final_fields = _file_fields(reader.writer_schema)
     rows = list(reader)
     if None in rows:
         raise DataError("an Avro data file holds a null row (Paimon never writes one)")
