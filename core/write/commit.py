@@ -66,6 +66,8 @@ class CommitResult:
     notes: tuple[str, ...] = ()
     #: publishes of this commit that another writer's rename replaced (each retried as a lost race)
     replaced_publishes: int = 0
+    #: seconds this commit slept between attempts (backing off after lost races)
+    retry_wait_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -81,6 +83,7 @@ class CommitResult:
             "already_committed": self.already_committed,
             "notes": list(self.notes),
             "replaced_publishes": self.replaced_publishes,
+            "retry_wait_seconds": round(self.retry_wait_seconds, 3),
         }
 
 
@@ -111,6 +114,7 @@ class TableCommit:
         self._index = IndexManifest(file_io, manifest_io.manifest_dir, compression=options.manifest_compression)
         self.commit_user = commit_user
         self._clock = clock
+        self._retry_wait = 0.0  # seconds slept between the attempts of the commit in progress
         self._after_commit = after_commit
         arrow_schema = schema.arrow_schema()
         self._partition_types = [arrow_schema.field(k).type for k in schema.partition_keys]
@@ -206,6 +210,7 @@ class TableCommit:
     def _metadata_only_commit(self, kind: CommitKind, *, full_merge: bool, statistics: str | None = None
                               ) -> CommitResult:
         attempt = replaced = 0
+        self._retry_wait = 0.0
         while True:
             attempt += 1
             latest = self._snapshots.latest()
@@ -307,6 +312,7 @@ class TableCommit:
         options = self._options
         started = self._clock()
         attempt = replaced = 0
+        self._retry_wait = 0.0
         ambiguous_since: int | None = None  # latest id seen before an attempt whose outcome is unknown
         try:
             while True:
@@ -407,16 +413,22 @@ class TableCommit:
                 f"commit user {self.commit_user!r} and identifier {identifier}: {exc}") from exc
 
     def _sleep(self, attempt: int) -> None:
+        """Back off after a lost race: a random wait between ``commit.min-retry-wait`` and a cap
+        that doubles with each attempt up to ``commit.max-retry-wait`` ("full jitter"): writers
+        that lost the same race draw different waits, so they do not meet again at the next one
+        (Paimon adds a jitter of a fifth only). The time waited is in the commit's result."""
         low, high = self._options.commit_min_retry_wait_millis, self._options.commit_max_retry_wait_millis
-        wait = min(low * (2 ** min(attempt - 1, 30)), high)
-        time.sleep((wait + random.uniform(0, wait * 0.2)) / 1000.0)
+        cap = min(low * (2 ** min(attempt - 1, 30)), high)
+        wait = random.uniform(low, max(low, cap)) / 1000.0
+        self._retry_wait += wait
+        time.sleep(wait)
 
     def _result(self, snapshot: Snapshot, adds, deletes, attempts: int) -> CommitResult:
         return CommitResult(
             snapshot_id=snapshot.id, commit_kind=snapshot.commit_kind, commit_user=self.commit_user,
             commit_identifier=snapshot.commit_identifier, added_files=len(adds), deleted_files=len(deletes),
             added_rows=sum(e.file.row_count for e in adds), deleted_rows=sum(e.file.row_count for e in deletes),
-            attempts=attempts,
+            attempts=attempts, retry_wait_seconds=self._retry_wait,
         )
 
     # -- pieces ------------------------------------------------------------------------------

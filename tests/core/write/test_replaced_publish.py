@@ -114,3 +114,34 @@ def test_a_stale_temp_file_of_a_crashed_writer_does_not_hold_a_publish(table):
     started = time.monotonic()
     result = table.write(pa.table({"id": [3], "v": ["c"]}, schema=SCHEMA))
     assert time.monotonic() - started < 2 and result.snapshot_id == 2 and result.replaced_publishes == 0
+
+
+def test_a_commit_that_lost_a_race_reports_its_attempts_and_the_time_it_waited(tmp_path, monkeypatch):
+    """Another writer publishes the snapshot id this commit prepared: it waits (a random back-off
+    between commit.min-retry-wait and its doubling cap), tries again, and says so in its result."""
+    import pyarrow as pa
+
+    from paimonflow.core import Catalog
+    from paimonflow.core.write.commit import TableCommit
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+    catalog.create_table("db.t", schema, options={"commit.min-retry-wait": "20 ms"})
+    real = TableCommit._prepare_snapshot
+    raced = []
+
+    def prepare_then_lose(self, *args, **kwargs):
+        snapshot = real(self, *args, **kwargs)
+        if not raced:
+            raced.append(True)
+            catalog.get_table("db.t").write(pa.table({"id": [2]}, schema=schema))  # takes this snapshot id
+        return snapshot
+
+    monkeypatch.setattr(TableCommit, "_prepare_snapshot", prepare_then_lose)
+    result = catalog.get_table("db.t").write(pa.table({"id": [1]}, schema=schema))
+    assert result.attempts == 2 and result.snapshot_id == 2
+    assert 0.02 <= result.retry_wait_seconds < 0.1
+    assert result.to_dict()["retry_wait_seconds"] == round(result.retry_wait_seconds, 3)
+    quiet = catalog.get_table("db.t").write(pa.table({"id": [3]}, schema=schema))
+    assert quiet.attempts == 1 and quiet.retry_wait_seconds == 0
