@@ -190,3 +190,39 @@ class SourceError(PaimonflowError):
 
 class SparkUnavailableError(PaimonflowError):
     """PySpark or Java is missing, or too old (raised by ``paimonflow.jobs``)."""
+
+
+class WriteAbortedError(PaimonflowError):
+    """The writer was aborted (an interrupt, a failure elsewhere): it starts no new file, and
+    every file it wrote and did not hand to a commit is deleted."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal stopped the work: raised in the main thread by the command lines' SIGINT and
+    SIGTERM handlers. A :class:`KeyboardInterrupt` (not a :class:`PaimonflowError`), so whatever
+    cleans up after Ctrl-C cleans up after SIGTERM too. ``files_removed`` counts the files the
+    interrupted write created and deleted on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.files_removed = 0
+        self.outcome_known = False  # whether the command found out if its commit landed
+        self.committed_snapshot: int | None = None  # the snapshot, when it had landed
+
+    @property
+    def signal_name(self) -> str:
+        return str(self.args[0])
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number: 130 for SIGINT, 143 for SIGTERM."""
+        return 128 + self.signum
+
+
+def note_files_removed(exc: BaseException, count: int) -> None:
+    """Add ``count`` to the files an :class:`Interrupted` write removed (other exceptions: nothing)."""
+    if isinstance(exc, Interrupted):
+        exc.files_removed += count

@@ -23,6 +23,7 @@ from .errors import (
     TableNotFoundError,
     TagNotFoundError,
     UnsupportedError,
+    note_files_removed,
 )
 from .fs import FileIO, join
 from .meta.capabilities import Operation, TableCapabilities, require_file_metadata
@@ -201,6 +202,11 @@ class Table:
         values satisfy the predicate (on partition columns only), and ``data`` must lie within it.
         With ``commit_user`` and ``commit_identifier`` the commit is exactly-once: repeating it
         commits nothing and reports the existing snapshot.
+
+        On any exception before the commit lands (``KeyboardInterrupt`` and the command line's
+        SIGTERM included) the writer stops between files and deletes every file it wrote
+        (:meth:`TableWrite.abort`); when the commit may have landed (``CommitOutcomeUnknownError``,
+        or storage shows the snapshot) nothing is deleted.
         """
         self.capabilities.require(Operation.WRITE)
         spec = self.overwrite_spec(overwrite)  # checked before any file is written
@@ -212,26 +218,44 @@ class Table:
         existing = committer.already_committed(identifier)
         if existing is not None:
             return committer.commit([], commit_identifier=identifier)
-        with self.new_write(overwrite=spec is not None, commit_user=committer.commit_user) as writer:
-            try:
-                messages = writer.write_all(data, row_kinds=row_kinds)
-            except BaseException:
-                self.manifest_io.delete_data_files(writer.pending_messages())
-                raise
         before = self.snapshot_manager.latest_id() or 0
+        writer = self.new_write(overwrite=spec is not None, commit_user=committer.commit_user)
+        messages = None
         try:
+            messages = writer.write_all(data, row_kinds=row_kinds)
+            writer.close()
             result = committer.commit(messages, commit_identifier=identifier, overwrite=spec)
         except CommitOutcomeUnknownError:
             raise  # the snapshot may reference these files: never delete them
-        except BaseException:
-            landed = spec is None and self.snapshot_manager.find_by_commit(
-                committer.commit_user, identifier, CommitKind.APPEND, before + 1) is not None
-            if not landed:  # known not committed: nothing references them
-                self.manifest_io.delete_data_files(messages)
+        except BaseException as exc:  # Ctrl-C and SIGTERM (Interrupted) included
+            if messages is None or self.known_not_committed(committer.commit_user, identifier, after=before):
+                note_files_removed(exc, writer.abort(include_prepared=True))
             raise
+        finally:
+            writer.close()
         from .maintenance.post_commit import after_batch_write
 
         return after_batch_write(self, result)  # tag.automatic-creation=batch
+
+    def committed_snapshot(self, commit_user: str, commit_identifier: int, *, after: int = 0,
+                           kinds: Sequence[CommitKind] = (CommitKind.APPEND, CommitKind.OVERWRITE)) -> Snapshot | None:
+        """The snapshot of one of ``kinds`` committed by ``commit_user`` with ``commit_identifier``
+        after snapshot ``after``, or None: how a writer interrupted around its commit learns
+        whether it landed."""
+        for kind in kinds:
+            found = self.snapshot_manager.find_by_commit(commit_user, commit_identifier, kind, after + 1)
+            if found is not None:
+                return found
+        return None
+
+    def known_not_committed(self, commit_user: str, commit_identifier: int, *, after: int,
+                            kinds: Sequence[CommitKind] = (CommitKind.APPEND, CommitKind.OVERWRITE)) -> bool:
+        """True only when storage shows no such commit after snapshot ``after`` (a failed lookup
+        is not knowing: False). Only then may a failed writer delete the files of its messages."""
+        try:
+            return self.committed_snapshot(commit_user, commit_identifier, after=after, kinds=kinds) is None
+        except Exception:
+            return False
 
     def delta_stats(self, snapshot_id: int):
         """Rows, files and bytes snapshot ``snapshot_id``'s commit added and deleted

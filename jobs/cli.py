@@ -32,7 +32,7 @@ from paimonflow.core.cli.contract import (
     pairs,
     user_error,
 )
-from paimonflow.core.errors import InvalidArgumentError, PaimonflowError
+from paimonflow.core.errors import Interrupted, InvalidArgumentError, PaimonflowError
 from paimonflow.core.options.parse import parse_duration_millis
 
 from .location import TableLocation, storage_options_from_env
@@ -117,9 +117,9 @@ def _run_job(name: str, fn, args, kwargs, pipes) -> int:
     except PaimonflowError as exc:
         _fail(name, type(exc).__name__, one_line(str(exc)), pipes)
         return USER_ERROR
-    except KeyboardInterrupt:  # SIGINT or SIGTERM: its Spark work was interrupted on the way out
-        _fail(name, "JobInterrupted", "interrupted; the job's Spark work was cancelled", pipes)
-        return 130
+    except KeyboardInterrupt as stop:  # SIGINT or SIGTERM: its Spark work was interrupted on the way out
+        _fail(name, "JobInterrupted", _interrupted_message(stop), pipes)
+        return stop.exit_code if isinstance(stop, Interrupted) else 130
     except Exception as exc:
         found = user_error(exc)  # a missing file, a permission
         if found is not None:
@@ -152,8 +152,16 @@ def _fail(name: str, error: str, message: str, pipes=None) -> None:
         pipes.log.error(f"{error}: {message}")
 
 
+def _interrupted_message(stop: KeyboardInterrupt) -> str:
+    if not isinstance(stop, Interrupted):
+        return "interrupted; the job's Spark work was cancelled"
+    return (f"interrupted by {stop.signal_name}; the job's Spark work was cancelled and the "
+            f"{stop.files_removed} uncommitted files it had collected were removed (files of tasks still running "
+            "when their executors stopped are orphans for remove-orphan-files)")
+
+
 def _terminated(signum, frame) -> None:
-    raise KeyboardInterrupt("SIGTERM")
+    raise Interrupted(signum)
 
 
 @contextmanager

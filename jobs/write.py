@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from paimonflow.core.errors import CommitOutcomeUnknownError, InvalidArgumentError
+from paimonflow.core.errors import CommitOutcomeUnknownError, InvalidArgumentError, note_files_removed
 from paimonflow.core.faults import crash_point
 from paimonflow.core.write.commit import BATCH_COMMIT_IDENTIFIER
 from paimonflow.core.write.conform import chunks
@@ -149,7 +149,9 @@ def write_batches(table, batches: Iterator[pa.RecordBatch], *, row_kind_column: 
                   drop: Sequence[str] = (), **new_write: object) -> list:
     """One Spark task's write: every batch (less ``drop`` and the row-kind column, whose values
     give each row's kind) through one core writer, regrouped as the core regroups a stream (``conform.chunks``); returns its
-    commit messages. On failure the files already written are deleted (nothing will ever commit them)."""
+    commit messages. On failure (a task killed by Spark's cancellation included, when Python sees
+    it) the writer is aborted: it stops between batches and deletes every file it wrote (nothing
+    will ever commit them)."""
     writer = table.new_write(**new_write)
     try:
         for chunk in chunks(batches, writer.chunk_bytes):
@@ -158,7 +160,7 @@ def write_batches(table, batches: Iterator[pa.RecordBatch], *, row_kind_column: 
             writer.write(chunk.drop_columns(unwanted) if unwanted else chunk, row_kinds=kinds)
         return writer.prepare_commit()
     except BaseException:
-        table.manifest_io.delete_data_files(writer.pending_messages())
+        writer.abort(include_prepared=True)
         raise
     finally:
         writer.close()
@@ -236,12 +238,15 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
         raise
     messages = [m for row in payloads for m in pickle.loads(row.payload)]
     crash_point("spark-write:before-commit")
+    before = table.snapshot_manager.latest_id() or 0
     try:
         result = committer.commit(messages, commit_identifier=identifier, overwrite=overwrite)
     except CommitOutcomeUnknownError:
         raise
-    except BaseException:
-        table.manifest_io.delete_data_files(messages)
+    except BaseException as exc:  # SIGINT/SIGTERM on the driver included: delete only if known not landed
+        if table.known_not_committed(committer.commit_user, identifier, after=before):
+            table.manifest_io.delete_data_files(messages)
+            note_files_removed(exc, sum(len(m.all_written_files()) for m in messages))
         raise
     from paimonflow.core.maintenance.post_commit import after_batch_write
 

@@ -5,7 +5,9 @@ what to do>``, or with ``--json`` one JSON object ``{"error": <Kind>, "message":
 paimonflow's typed errors (:class:`~paimonflow.core.errors.PaimonflowError`), the operating
 system's refusals (a missing file, a permission) and the command line's own usage errors (a
 missing option, a value that is not a number). Anything else is a bug: one line naming it and
-exit code 1, with the traceback only under ``--debug``.
+exit code 1, with the traceback only under ``--debug``. SIGINT and SIGTERM stop a command: the
+write in progress deletes what it created, one line says what was committed (``interrupted:
+...``), exit code 130 or 143 (:mod:`paimonflow.core.cli.interrupts`).
 
 Global options (``--json``, ``--debug``, ``--verbose`` and ``-S/--storage-option``) may be given
 before or after the verb: :func:`hoist` moves them before it.
@@ -22,7 +24,8 @@ from typing import Any, ClassVar, overload
 import typer
 from typer.core import TyperGroup
 
-from ..errors import InvalidArgumentError, PaimonflowError
+from ..errors import Interrupted, InvalidArgumentError, PaimonflowError
+from .interrupts import describe, signals_interrupt
 
 USER_ERROR = 2
 BUG = 1
@@ -132,6 +135,24 @@ def emit_error(kind: str, message: str, *, as_json: bool, **fields: Any) -> None
         typer.echo(f"{kind}: {message}", err=True)
 
 
+class _Stopped(BaseException):
+    """An :class:`Interrupted` carried past Click, which turns a KeyboardInterrupt into a silent exit 130."""
+
+    def __init__(self, stop: Interrupted) -> None:
+        super().__init__(stop.signal_name)
+        self.stop = stop
+
+
+def emit_interrupted(stop: Interrupted, *, as_json: bool, **fields: Any) -> None:
+    """The one line of an interrupted command on stderr."""
+    if as_json:
+        print(json.dumps({**fields, "error": "Interrupted", "message": describe(stop), "signal": stop.signal_name,
+                          "files_removed": stop.files_removed, "committed_snapshot": stop.committed_snapshot}),
+              file=sys.stderr, flush=True)
+    else:
+        print(f"interrupted: {describe(stop)}", file=sys.stderr, flush=True)
+
+
 class ContractGroup(TyperGroup):
     """A Typer group that keeps the error contract: global options anywhere, usage errors and
     user errors as one line (exit 2), bugs as one line (exit 1) unless ``--debug``."""
@@ -148,6 +169,9 @@ class ContractGroup(TyperGroup):
         try:
             code = super().main(argv or ["--help"], self.program or prog_name, complete_var, standalone_mode=False,
                                 **extra)
+        except _Stopped as stopped:
+            emit_interrupted(stopped.stop, as_json=as_json)
+            code = stopped.stop.exit_code
         except USAGE_ERRORS as exc:
             context = getattr(exc, "ctx", None)
             verb = context.command_path if context is not None else (prog_name or self.name)
@@ -173,3 +197,11 @@ class ContractGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code or 0)
         return code
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the command with SIGINT and SIGTERM raising :class:`Interrupted` (reported by :meth:`main`)."""
+        try:
+            with signals_interrupt():
+                return super().invoke(ctx)
+        except Interrupted as stop:
+            raise _Stopped(stop) from None

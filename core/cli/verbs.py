@@ -242,17 +242,21 @@ def write(
     paths: Annotated[list[Path], typer.Argument(help="Parquet, ORC, CSV (with a header) or JSON-lines files")],
     overwrite: bool = False,
 ) -> None:
-    """Write files into a table as one commit (all or nothing)."""
+    """Write files into a table as one commit (all or nothing; Ctrl-C removes what it wrote)."""
+    from ..write.commit import BATCH_COMMIT_IDENTIFIER, new_commit_user
     from .inputs import read_input
+    from .interrupts import commit_outcome
 
     table = _catalog(warehouse).get_table(identifier)
-    parts = [read_input(path, table.arrow_schema) for path in paths]
-    try:
-        data = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise InvalidArgumentError(f"the files do not share their columns' types: {exc}") from None
-    result = table.write(data, overwrite=overwrite)
-    out.result(result.to_dict())
+    user, before = new_commit_user(table.options.commit_user_prefix), table.snapshot_manager.latest_id() or 0
+    with commit_outcome(lambda: table.committed_snapshot(user, BATCH_COMMIT_IDENTIFIER, after=before)):
+        parts = [read_input(path, table.arrow_schema) for path in paths]
+        try:
+            data = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise InvalidArgumentError(f"the files do not share their columns' types: {exc}") from None
+        result = table.write(data, overwrite=overwrite, commit_user=user)
+        out.result(result.to_dict())
 
 
 @command("watch")
@@ -276,11 +280,18 @@ def compact_(identifier: Identifier, warehouse: Warehouse, full: bool = True,
              partition: Annotated[list[str] | None, typer.Option(help="k=v[,k2=v2]; repeat for several")] = None,
              bucket: Annotated[list[int] | None, typer.Option(help="Only these buckets; repeatable")] = None) -> None:
     """Dedicated compaction (full, or --no-full for Paimon's universal compaction)."""
+    from ..meta.snapshots import CommitKind
+    from ..write.commit import BATCH_COMMIT_IDENTIFIER, new_commit_user
+    from .interrupts import commit_outcome
+
     specs = _partitions(partition)
     table = _catalog(warehouse).get_table(identifier)
-    with _busy(f"compacting {identifier}"):
-        result = table.compact(full=full, partitions=specs, buckets=bucket)
-    out.result(result.to_dict())
+    user, before = new_commit_user(table.options.commit_user_prefix), table.snapshot_manager.latest_id() or 0
+    with commit_outcome(lambda: table.committed_snapshot(user, BATCH_COMMIT_IDENTIFIER, after=before,
+                                                         kinds=(CommitKind.COMPACT,))):
+        with _busy(f"compacting {identifier}"):
+            result = table.compact(full=full, partitions=specs, buckets=bucket, commit_user=user)
+        out.result(result.to_dict())
 
 
 @command("expire-snapshots")

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..data.partition import partition_predicate
-from ..errors import CommitOutcomeUnknownError, SchemaError
+from ..errors import CommitOutcomeUnknownError, SchemaError, note_files_removed
+from ..fs import join
 from ..maintenance.context import TableOps
 from ..meta.snapshots import CommitKind
 from ..read.scan import Split
@@ -26,6 +27,7 @@ from ..write.messages import CommitMessage
 
 if TYPE_CHECKING:
     from ..meta.index_files import IndexFileMeta
+    from ..write.table_write import TableWrite
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,13 +129,16 @@ def plan_compaction(table: TableOps, *, full: bool, partitions: Sequence[Mapping
     return CompactionPlan(commit_user=committer.commit_user, commit_identifier=identifier, tasks=tuple(tasks))
 
 
-def run_compaction_task(table: TableOps, task: CompactionTask) -> CommitMessage | None:
-    """Compact one task's files; returns its commit message (None: nothing to do). Commits nothing."""
+def run_compaction_task(table: TableOps, task: CompactionTask, *, writer: TableWrite | None = None
+                        ) -> CommitMessage | None:
+    """Compact one task's files; returns its commit message (None: nothing to do). Commits nothing.
+    ``writer`` (shared by the tasks of one process; default: a new one) writes and records the
+    files, so that aborting it deletes them."""
     split = task.split
     if not table.primary_keys:
         from .append_rewrite import AppendCompactor
 
-        compactor = AppendCompactor(table)
+        compactor = AppendCompactor(table, writer=writer)
         if task.files is None:
             done = compactor.compact(split.partition, split.bucket, split.total_buckets, split.files, full=task.full)
         else:
@@ -144,7 +149,7 @@ def run_compaction_task(table: TableOps, task: CompactionTask) -> CommitMessage 
                              new_files=done.after, deleted_files=done.before)
     from .merge_tree import BucketCompactor
 
-    done = BucketCompactor(table).compact(split.partition, split.bucket, split.total_buckets, split.files,
+    done = BucketCompactor(table, writer=writer).compact(split.partition, split.bucket, split.total_buckets, split.files,
                                           full=task.full, vectors=split.deletion_vectors)
     if done is None:
         return None
@@ -156,6 +161,9 @@ def run_compaction_task(table: TableOps, task: CompactionTask) -> CommitMessage 
         live = {name: bitmap for name, bitmap in done.vectors.items() if bitmap}
         added = ((write_dv_file(table.file_io, table.index_dir, live, bitmap64=table.options.deletion_vectors_bitmap64),)
                  if live else ())
+        if writer is not None:
+            for index_file in added:
+                writer.record(index_file.external_path or join(table.index_dir, index_file.file_name))
         snapshot = table.snapshot_manager.snapshot(task.snapshot_id) if task.snapshot_id else None
         vector_files = table.index_files_of(snapshot, DELETION_VECTORS)
         deleted = tuple(vector_files.get((tuple(split.partition), split.bucket), ()))
@@ -180,8 +188,16 @@ def _compact(table: TableOps, *, full: bool, partitions, buckets, commit_user, c
                            commit_identifier=commit_identifier)
     if plan.done is not None:
         return plan.done
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        messages = list(pool.map(lambda task: run_compaction_task(table, task), plan.tasks))
+    writer = table.new_write(compact=False)  # shared by the tasks: it records every file they write
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:  # an interrupt cancels the tasks (TableWrite.run_jobs)
+            messages = writer.run_jobs(pool, lambda task: run_compaction_task(table, task, writer=writer),
+                                       plan.tasks)
+    except BaseException as exc:
+        note_files_removed(exc, writer.abort())
+        raise
+    finally:
+        writer.close()
     return commit_compaction(table, plan, messages)
 
 
@@ -196,14 +212,17 @@ def full_compaction(table: TableOps, *, partitions: Sequence[Mapping[str, object
 
 def _commit_compaction(table: TableOps, committer, messages: list[CommitMessage], identifier: int,
                        output_level: int | None) -> CompactionResult:
+    before = table.snapshot_manager.latest_id() or 0
     try:
         result = committer.commit(messages, commit_identifier=identifier, kind=CommitKind.COMPACT)
     except CommitOutcomeUnknownError:
         raise  # the snapshot may reference the new files: never delete them
-    except BaseException:
-        # certainly not committed; upgraded files are the old files themselves and must stay
-        rewritten = [replace_files(m, {f.file_name for f in m.deleted_files}) for m in messages]
-        table.manifest_io.delete_data_files(rewritten)
+    except BaseException as exc:  # an interrupt included: it may have come after the snapshot landed
+        if _known_not_committed(table, committer.commit_user, identifier, before):
+            # not committed; upgraded files are the old files themselves and must stay
+            rewritten = [replace_files(m, {f.file_name for f in m.deleted_files}) for m in messages]
+            table.manifest_io.delete_data_files(rewritten)
+            note_files_removed(exc, sum(len(m.all_written_files()) for m in rewritten))
         raise
     read = [f for m in messages for f in m.deleted_files]
     written = [f for m in messages for f in m.new_files if f.file_name not in {x.file_name for x in m.deleted_files}]
@@ -214,6 +233,14 @@ def _commit_compaction(table: TableOps, committer, messages: list[CommitMessage]
         rows_written=sum(f.row_count for f in written), output_level=output_level, notes=result.notes,
         replaced_publishes=result.replaced_publishes,
     )
+
+
+def _known_not_committed(table: TableOps, commit_user: str, identifier: int, before: int) -> bool:
+    """No COMPACT snapshot of this identity after ``before`` (a failed lookup is not knowing)."""
+    try:
+        return table.snapshot_manager.find_by_commit(commit_user, identifier, CommitKind.COMPACT, before + 1) is None
+    except Exception:
+        return False
 
 
 def replace_files(message: CommitMessage, keep: set[str]) -> CommitMessage:

@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING
 
 from ..data import data_file as df
 from ..data.binary_row import deserialize_row
-from ..errors import CommitOutcomeUnknownError, CorruptMetadataError, InvalidArgumentError, InvalidOptionError
+from ..errors import (
+    CommitOutcomeUnknownError,
+    CorruptMetadataError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    note_files_removed,
+)
 from ..fs import join
 from ..meta.layout import POSTPONE_BUCKET, bucket_directory
 from ..meta.snapshots import CommitKind
@@ -196,8 +202,8 @@ def run_postpone_task(table: TableOps, task: PostponePartitionTask, *,
         for bucket in task.level0_buckets:
             writer.compact(task.partition, bucket, full=False)
         written = writer.prepare_commit()
-    except BaseException:
-        table.manifest_io.delete_data_files(writer.pending_messages())
+    except BaseException as exc:  # an interrupt included: stop the writer, delete every file it wrote
+        note_files_removed(exc, writer.abort(include_prepared=True))
         raise
     finally:
         writer.close()

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from ..data import data_file as df
 from ..data.binary_row import serialize_row
+from ..errors import WriteAbortedError
 from ..fs import FileIO, join
 from ..meta.fileindex import BuiltFileIndex, FileIndexBuilder, FileIndexSettings, index_file_name
 from ..meta.layout import ExternalPaths, bucket_directory, relative_bucket_path
@@ -28,7 +29,11 @@ from .messages import FILE_SOURCE_APPEND
 
 class DataFileWriter:
     """Writes the data and changelog files of one table write (thread-safe: a pool of threads
-    writes the buckets). Files are written, never committed: only a commit makes them visible."""
+    writes the buckets). Files are written, never committed: only a commit makes them visible.
+
+    It records the path of every file it stores (data, changelog and index files, in the bucket
+    directory or an external path) before storing it: :meth:`take_written` hands them out, to be
+    deleted when no commit will reference them. After :meth:`cancel` no file is started."""
 
     def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions) -> None:
         self.file_io, self.options = file_io, options
@@ -42,6 +47,8 @@ class DataFileWriter:
         self._external = ExternalPaths.of(options.raw)  # None: new files go to their bucket directory
         self._store_pool: ThreadPoolExecutor | None = None
         self._stores: list[Future] = []
+        self._written: list[str] = []  # every path stored (or being stored) since take_written
+        self._cancelled = threading.Event()
         # constant in a bucket (partition columns) or nearly (row kind): always dictionary-encoded
         self.dictionary_hint = {df.VALUE_KIND, *self.partition_keys}
         self._file_index = FileIndexSettings.from_options(options.raw, schema.fields)
@@ -63,6 +70,30 @@ class DataFileWriter:
         self._store(data_path.rsplit("/", 1)[0] + "/" + name, built.data)
         return (name,), None
 
+    def check_open(self) -> None:
+        """Raise :class:`WriteAbortedError` once the writer is cancelled (checked before each file)."""
+        if self._cancelled.is_set():
+            raise WriteAbortedError("the write was aborted; it starts no new file")
+
+    def cancel(self) -> None:
+        """Start no new file from now on (threads stop at their next file or row group) and
+        drop the stores not started yet. Idempotent."""
+        self._cancelled.set()
+        with self._lock:
+            for future in self._stores:
+                future.cancel()
+
+    def record(self, path: str) -> None:
+        """Note a file about to be stored (so that an abort deletes it)."""
+        with self._lock:
+            self._written.append(path)
+
+    def take_written(self) -> list[str]:
+        """The paths stored since the last call (in order), and forget them."""
+        with self._lock:
+            written, self._written = self._written, []
+        return written
+
     @contextlib.contextmanager
     def background_stores(self) -> Iterator[None]:
         """Within this block, encoded files are stored (written and fsynced) by background
@@ -74,30 +105,46 @@ class DataFileWriter:
             self._store_pool = pool
             try:
                 yield
-            finally:
+            except BaseException:  # the write failed (or was interrupted): store nothing more
                 self._store_pool = None
-                self.wait_for_stores()
+                self._cancel_queued_stores()
+                with contextlib.suppress(Exception):  # the failure in flight is the one to raise
+                    self.wait_for_stores()
+                raise
+            self._store_pool = None
+            self.wait_for_stores()
 
     def wait_for_stores(self) -> None:
         """Wait for the files being stored in the background; raises the first failure."""
         with self._lock:
             stores, self._stores = self._stores, []
-        error = None
-        for future in stores:
-            exc = future.exception()
-            if exc is not None and error is None:
-                error = exc
-        if error is not None:
-            raise error
+        errors = [error for future in stores if not future.cancelled() and (error := future.exception()) is not None]
+        if errors:  # the failure itself, not the aborts it caused in the other stores
+            raise next((e for e in errors if not isinstance(e, WriteAbortedError)), errors[0])
+
+    def _cancel_queued_stores(self) -> None:
+        with self._lock:
+            for future in self._stores:
+                future.cancel()
 
     def _store(self, path: str, payload: bytes) -> None:
+        self.check_open()
+        self.record(path)
         pool = self._store_pool
         if pool is None:
             self.file_io.write_bytes(path, payload)
             return
-        future = pool.submit(self.file_io.write_bytes, path, payload)
+        future = pool.submit(self._store_now, path, payload)
         with self._lock:
             self._stores.append(future)
+
+    def _store_now(self, path: str, payload: bytes) -> None:
+        self.check_open()
+        try:
+            self.file_io.write_bytes(path, payload)
+        except BaseException:
+            self.cancel()  # the write has failed: the other threads stop at their next file
+            raise
 
     def bucket_dir(self, partition: tuple[object, ...], bucket: int) -> str:
         return bucket_directory(self._path, self._schema, self.options, partition, bucket)
@@ -147,18 +194,23 @@ class DataFileWriter:
         target = self.options.target_file_size_for(self._is_pk)
         files: list[DataFileMeta] = []
         current: ParquetStream | None = None
-        for chunk in chunks:
-            if chunk.num_rows == 0:
-                continue
-            if current is None:
-                current = ParquetStream(self, partition, bucket, prefix)
-            current.add(chunk.select(names), chunk.column(df.VALUE_KIND).to_numpy().astype(np.int8),
-                        chunk.column(df.SEQUENCE_NUMBER).to_numpy())
-            if current.size() >= target:
+        try:
+            for chunk in chunks:
+                if chunk.num_rows == 0:
+                    continue
+                if current is None:
+                    current = ParquetStream(self, partition, bucket, prefix)
+                current.add(chunk.select(names), chunk.column(df.VALUE_KIND).to_numpy().astype(np.int8),
+                            chunk.column(df.SEQUENCE_NUMBER).to_numpy())
+                if current.size() >= target:
+                    files.append(current.finish())
+                    current = None
+            if current is not None:
                 files.append(current.finish())
-                current = None
-        if current is not None:
-            files.append(current.finish())
+        except BaseException:
+            if current is not None:
+                current.discard()
+            raise
         return files
 
     def physical(self, table: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> pa.Table:
@@ -231,6 +283,7 @@ class DataFileWriter:
 
     def _write_one(self, partition: tuple[object, ...], bucket: int, table: pa.Table, kinds: np.ndarray,
                    sequence: np.ndarray, *, prefix: str, level: int, file_source: int) -> DataFileMeta:
+        self.check_open()
         options = self.options
         name = self.new_name(prefix)
         payload, footer = df.encode_file(self.physical(table, kinds, sequence), options.file_format,
@@ -270,9 +323,11 @@ class ParquetStream:
 
     def __init__(self, owner: DataFileWriter, partition: tuple[object, ...], bucket: int, prefix: str, *,
                  level: int = 0, file_source: int = FILE_SOURCE_APPEND) -> None:
+        owner.check_open()
         self._owner, self._level, self._source = owner, level, file_source
         self.name = owner.new_name(prefix)
         self._path, self._external = owner.file_path(partition, bucket, self.name)
+        owner.record(self._path)
         owner.file_io.mkdirs(self._path.rsplit("/", 1)[0])
         fs, to_path = owner.file_io.arrow_filesystem()
         self._sink = fs.open_output_stream(to_path(self._path))
@@ -287,6 +342,7 @@ class ParquetStream:
         self._index = owner.file_index_builder()
 
     def add(self, values: pa.Table, kinds: np.ndarray, sequence: np.ndarray) -> None:
+        self._owner.check_open()
         keys = self._owner.primary_keys
         if self._first_key is None:
             self._first_key = [values.column(k)[0].as_py() for k in keys]
@@ -327,6 +383,15 @@ class ParquetStream:
         written = self._sink.tell()
         ratio = written / self._flushed_bytes if self._flushed_bytes and written else 1.0
         return int(written + self._pending_bytes * ratio)
+
+    def discard(self) -> None:
+        """Close a file a failure left unfinished (best effort): it exists, recorded, before the
+        writer's abort deletes it, and no later close (a garbage collection) stores it again."""
+        with contextlib.suppress(Exception):
+            if self._writer is not None:
+                self._writer.close()
+        with contextlib.suppress(Exception):
+            self._sink.close()
 
     def finish(self) -> DataFileMeta:
         """Close the file and describe it. Callers ``add`` rows before (a data file is never empty)."""

@@ -22,7 +22,14 @@ from ..data.bucket import bucket_ids, hash_codes
 from ..data.conversion import field_types
 from ..data.keys import last_per_key, merge_order, stable_integer_order
 from ..data.partition import partition_codes, rows_by_code
-from ..errors import DataError, InvalidArgumentError, InvalidOptionError, SchemaError, UnsupportedError
+from ..errors import (
+    DataError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    SchemaError,
+    UnsupportedError,
+    WriteAbortedError,
+)
 from ..fs import FileIO, join
 from ..merge import merge
 from ..meta.index_files import IndexFileMeta, write_dv_file, write_hash_file
@@ -139,6 +146,9 @@ class TableWrite:
     they wrote (Paimon's universal compaction, or a full compaction with
     ``full-compaction.delta-commits``), and wait for compaction during the write once a bucket
     has ``num-sorted-run.stop-trigger`` sorted runs.
+
+    Interrupts: :meth:`abort` stops the writer between files and batches and deletes every file it
+    wrote and did not hand out (``Table.write`` calls it on any failure before its commit lands).
     """
 
     def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
@@ -186,6 +196,7 @@ class TableWrite:
         self._merge_spec = merge_spec_for(schema, options, keep_deletes=True) if self._is_pk else None
         self._spill_dir = SpillDirectory(spill_dir)
         self._pool: ThreadPoolExecutor | None = None
+        self._handed_out: list[str] = []  # paths of the files of the last prepare_commit's messages
         self.spilled_runs = 0  # observability: sorted runs spilled to local disk so far
         self.spilled_bytes = 0
 
@@ -244,6 +255,7 @@ class TableWrite:
             return
         written = False
         for chunk in chunks(_one_schema(batches), self.chunk_bytes):
+            self._files.check_open()  # between batches
             self._write_table(chunk, row_kinds)
             written = True
         if not written:
@@ -345,6 +357,7 @@ class TableWrite:
             return (), ()
         index.changed.discard(bucket)
         new = write_hash_file(self._file_io, join(self._path, "index"), index.hashes[bucket])
+        self._files.record(new.external_path or join(self._path, "index", new.file_name))
         old = self._hash_files.get((partition, bucket), [])
         self._hash_files[(partition, bucket)] = [new]
         return (new,), tuple(old)
@@ -363,6 +376,7 @@ class TableWrite:
         columns = [c.chunk(0) if c.num_chunks == 1 else c for c in table.columns]
 
         def gather(target: tuple[tuple[object, ...], int, np.ndarray], first: int) -> _Group:
+            self._files.check_open()
             values, bucket, rows = target
             part, part_kinds, sequence = self._gather(table, columns, kinds, keys, rows, first)
             group = _Group(values, bucket, tables=[part], kinds=[part_kinds], sequences=[sequence], nbytes=part.nbytes)
@@ -376,9 +390,7 @@ class TableWrite:
             if pool is not None and len(targets) > 1:
                 # every job ends before a failure is raised: none writes a file after the caller
                 # has collected the written files to delete them
-                jobs = [pool.submit(gather, target, first) for target, first in zip(targets, firsts, strict=True)]
-                wait(jobs)
-                parts = [job.result() for job in jobs]
+                parts = self.run_jobs(pool, gather, targets, firsts)
             else:
                 parts = [gather(target, first) for target, first in zip(targets, firsts, strict=True)]
         if fuse:
@@ -510,6 +522,7 @@ class TableWrite:
         return merge(ordered, self._pk, self._merge_spec, partition_columns=self._partition_keys)
 
     def _spill(self, group: _Group) -> None:
+        self._files.check_open()
         run = self._sorted_run(group)
         if run is None:
             return
@@ -560,6 +573,7 @@ class TableWrite:
 
     def _flush_group(self, group: _Group) -> None:
         """Write the group's buffered and spilled rows as level-0 files (one sorted run)."""
+        self._files.check_open()
         state = self._state(group.partition, group.bucket)
         if not self._is_pk or self._postpone:  # arrival order, as buffered
             if group.kinds:
@@ -594,6 +608,7 @@ class TableWrite:
         return self._compactor
 
     def _compact(self, partition: tuple[object, ...], bucket: int, *, full: bool) -> None:
+        self._files.check_open()
         state = self._state(partition, bucket)
         result = self._compactor_of().compact(partition, bucket, state.total_buckets, state.files, full=full,
                                               vectors=state.vectors)
@@ -619,8 +634,35 @@ class TableWrite:
                 self._flush_group(group)
         else:
             with self._files.background_stores(), ThreadPoolExecutor(max_workers=2) as pool:
-                list(pool.map(self._flush_group, groups))
+                self.run_jobs(pool, self._flush_group, groups)
         self._groups = {}
+
+    def run_jobs(self, pool: ThreadPoolExecutor, fn, *arguments: Sequence) -> list:
+        """``fn`` over ``arguments`` (zipped) on ``pool``; the results in order, or the first
+        failure once every job has ended. Interrupted while waiting (Ctrl-C), it cancels the writer:
+        queued jobs never start, running ones stop at their next file; then it re-raises. No job
+        writes a file after the caller has collected the written files to delete them."""
+        jobs = [pool.submit(fn, *args) for args in zip(*arguments, strict=True)]
+        try:
+            wait(jobs)
+        except BaseException:
+            self._cancel(jobs)
+            raise
+        errors = [error for job in jobs if (error := job.exception()) is not None]
+        if errors:  # the failure itself, not the aborts it caused in the other jobs
+            raise next((e for e in errors if not isinstance(e, WriteAbortedError)), errors[0])
+        return [job.result() for job in jobs]
+
+    def record(self, path: str) -> None:
+        """Note a file written for this writer's commit by someone else (a compaction task's
+        index file), so that :meth:`abort` deletes it too."""
+        self._files.record(path)
+
+    def _cancel(self, jobs: Sequence = ()) -> None:
+        self._files.cancel()
+        for job in jobs:
+            job.cancel()
+        wait(jobs)
 
     def compact(self, partition: tuple[object, ...], bucket: int, *, full: bool = False) -> None:
         """Compact one bucket as part of this writer's next commit (Paimon's ``TableWrite.compact``)."""
@@ -645,11 +687,37 @@ class TableWrite:
                 message = replace(message, new_index_files=added, deleted_index_files=deleted)
             if not message.is_empty():
                 messages.append(message)
+        self._handed_out = self._files.take_written()
         return messages
 
+    def abort(self, *, include_prepared: bool = False) -> int:
+        """Stop writing and delete what this writer wrote and nobody will commit; returns how
+        many files were deleted.
+
+        From the call on no new file starts: queued stores and routing jobs are cancelled, running
+        ones stop at their next file, row group or batch (each then raises
+        :class:`~paimonflow.core.errors.WriteAbortedError`), and the call waits for them. Then it
+        deletes every file written since the last :meth:`prepare_commit` (data, changelog and index
+        files, external paths included); with ``include_prepared`` also the files of the messages
+        that call returned: only when their commit is known not to have landed. Files of earlier
+        ``prepare_commit`` calls are never touched. Best effort (a failed delete leaves an orphan
+        for ``remove-orphan-files``); idempotent. The writer is unusable afterwards."""
+        self._files.cancel()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        with contextlib.suppress(Exception):
+            self._files.wait_for_stores()
+        paths = self._files.take_written()
+        if include_prepared:
+            paths, self._handed_out = self._handed_out + paths, []
+        return _delete_files(self._file_io, paths)
+
     def _write_vectors(self, partition: tuple[object, ...], bucket: int, vectors: dict) -> IndexFileMeta:
-        return write_dv_file(self._file_io, join(self._path, "index"), vectors,
-                             bitmap64=self._options.deletion_vectors_bitmap64)
+        written = write_dv_file(self._file_io, join(self._path, "index"), vectors,
+                                bitmap64=self._options.deletion_vectors_bitmap64)
+        self._files.record(written.external_path or join(self._path, "index", written.file_name))
+        return written
 
     def pending_messages(self) -> list[CommitMessage]:
         """Files written but not yet handed out by ``prepare_commit`` (to clean up after a failure)."""
@@ -719,6 +787,22 @@ class TableWrite:
 
 
 _PARALLEL_ROUTING_ROWS = 65_536  # below this, a second thread costs more than it saves
+
+
+def _delete_files(file_io: FileIO, paths: Sequence[str]) -> int:
+    """Delete ``paths`` (best effort; eight at a time, for object stores); how many existed and
+    were deleted."""
+    def delete(path: str) -> bool:
+        try:
+            return bool(file_io.delete(path))
+        except Exception:
+            return False
+
+    unique = list(dict.fromkeys(paths))
+    if len(unique) <= 8:
+        return sum(map(delete, unique))
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="paimonflow-abort") as pool:
+        return sum(pool.map(delete, unique))
 
 
 def _stable_key_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
