@@ -4,6 +4,7 @@ says."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 
 import pyarrow as pa
@@ -23,7 +24,8 @@ rows = st.lists(st.tuples(keys, parts, st.one_of(st.none(), st.text(max_size=12)
 class PrimaryKeyTable(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        catalog = Catalog(tempfile.mkdtemp(prefix="pkmodel-"))
+        self.root = tempfile.mkdtemp(prefix="pkmodel-")
+        catalog = Catalog(self.root)
         catalog.create_database("db")
         self.table = catalog.create_table("db.t", SCHEMA, primary_keys=["k", "p"], partition_keys=["p"],
                                           options={"bucket": "3", "manifest.merge-min-count": "3",
@@ -31,6 +33,9 @@ class PrimaryKeyTable(RuleBasedStateMachine):
                                                    "num-sorted-run.compaction-trigger": "3"})
         self.model: dict[tuple[int, str], str | None] = {}
         self.history: list[dict] = [{}]  # model after snapshot i (index 0 = empty table)
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def _commit(self, result) -> None:
         if result.snapshot_id is not None:

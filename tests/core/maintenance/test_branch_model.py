@@ -6,6 +6,7 @@ snapshot ids of each branch have no gaps."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import pyarrow as pa
@@ -26,7 +27,8 @@ branches = st.sampled_from(["main", "dev"])
 class Branches(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.catalog = Catalog(tempfile.mkdtemp(prefix="branchmodel-"))
+        self.root = tempfile.mkdtemp(prefix="branchmodel-")
+        self.catalog = Catalog(self.root)
         self.catalog.create_database("db")
         self.catalog.create_table("db.t", SCHEMA, primary_keys=["k"],
                                   options={"bucket": "2", "num-sorted-run.compaction-trigger": "3"})
@@ -39,6 +41,9 @@ class Branches(RuleBasedStateMachine):
     def first_commit_and_tag(self, ks):
         self.write("main", ks)
         self.tag("main")
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def table(self, branch: str):
         return self.catalog.get_table("db.t" if branch == "main" else f"db.t$branch_{branch}")

@@ -14,6 +14,7 @@ generated histories stay out of that corner; each such place says why."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from typing import Any, ClassVar
 
@@ -51,10 +52,14 @@ class MergeEngineMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.model: dict[Key, tuple[Any, ...]] = {}
+        self.root = tempfile.mkdtemp(prefix="engine-model-")
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
 
     @initialize(partitioned=st.booleans())
     def create_table(self, partitioned: bool) -> None:
-        catalog = Catalog(tempfile.mkdtemp(prefix="engine-model-"))
+        catalog = Catalog(self.root)
         catalog.create_database("db")
         options = {"bucket": "2", "num-sorted-run.compaction-trigger": "2", "target-file-size": "1kb",
                    **self.OPTIONS}
@@ -370,10 +375,10 @@ test_aggregation_two_buckets = AggregationTwoBuckets.TestCase
 test_aggregation_remove_record_on_delete = AggregationRemoveOnDelete.TestCase
 
 
-def test_remove_record_on_delete_ignores_a_lone_update_before() -> None:
+def test_remove_record_on_delete_ignores_a_lone_update_before(tmp_path) -> None:
     """Only -D removes the row under ``remove-record-on-delete``; a -U alone in its commit passes
     the writer's reducer unchanged in Java and is ignored when read."""
-    catalog = Catalog(tempfile.mkdtemp(prefix="engine-model-"))
+    catalog = Catalog(str(tmp_path))
     catalog.create_database("db")
     table = catalog.create_table("db.t", PartialUpdateRemoveOnDelete.SCHEMA, primary_keys=["k"],
                                  options={"bucket": "1", "merge-engine": "partial-update",

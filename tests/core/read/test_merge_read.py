@@ -86,11 +86,15 @@ def _literal_merge(paths: list[str], schema: pa.Schema, keys: list[str], sequenc
 @given(layout=st.sampled_from(sorted(LAYOUTS)), batches=commits, sequence_field=st.booleans(),
        buckets=st.sampled_from(["1", "2"]))
 def test_merged_read_matches_the_literal_recipe(layout, batches, sequence_field, buckets):
-    schema, primary_keys, partition_keys = LAYOUTS[layout]
     options = {"bucket": buckets, "write-only": "true"}
     if sequence_field:
         options["sequence.field"] = "s"
-    catalog = Catalog(tempfile.mkdtemp(prefix="mergeread-"))
+    with tempfile.TemporaryDirectory(prefix="mergeread-") as root:
+        _check_merged_read(Catalog(root), layout, batches, sequence_field, options)
+
+
+def _check_merged_read(catalog: Catalog, layout, batches, sequence_field, options) -> None:
+    schema, primary_keys, partition_keys = LAYOUTS[layout]
     catalog.create_database("db")
     table = catalog.create_table("db.t", schema, primary_keys=primary_keys, partition_keys=partition_keys,
                                  options=options)
@@ -134,7 +138,11 @@ def test_append_read_fills_partition_columns_as_stored(batches):
     """Append files, partition values null included: the partition column filled from the
     split's partition equals the column stored in the files."""
     schema = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.string())])
-    catalog = Catalog(tempfile.mkdtemp(prefix="appendread-"))
+    with tempfile.TemporaryDirectory(prefix="appendread-") as root:
+        _check_append_partition_columns(Catalog(root), schema, batches)
+
+
+def _check_append_partition_columns(catalog: Catalog, schema: pa.Schema, batches) -> None:
     catalog.create_database("db")
     table = catalog.create_table("db.t", schema, partition_keys=["p"])
     for rows in batches:
