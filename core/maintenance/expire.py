@@ -114,8 +114,13 @@ class ExpireResult:
 
 
 def expire_range(table: TableMeta, *, retain_min: int, retain_max: int, time_retained_millis: int, max_deletes: int,
-                 now_millis: int) -> tuple[int | None, int | None]:
-    """``(earliest, end)``: snapshots ``earliest <= id < end`` expire (``end`` None: nothing)."""
+                 now_millis: int, after_commit: bool = False) -> tuple[int | None, int | None]:
+    """``(earliest, end)``: snapshots ``earliest <= id < end`` expire (``end`` None: nothing).
+
+    ``after_commit`` (the expiry every commit runs): when the options leave nothing to expire,
+    the answer comes from the hints and at most a snapshot file or two, without listing
+    ``snapshot/`` for the markers of interrupted runs: the next run with something to expire
+    (or any manual run) finishes those, so a commit's cost does not grow with the history."""
     manager = table.snapshot_manager
     latest, earliest = manager.latest_id(), manager.earliest_id(repair_hint=True)
     if latest is None or earliest is None:
@@ -134,6 +139,8 @@ def expire_range(table: TableMeta, *, retain_min: int, retain_max: int, time_ret
         if successor is not None and successor.time_millis >= older_than:
             end = sid
             break
+    if after_commit and end <= earliest:
+        return earliest, None
     # a run interrupted after publishing its marker may have deleted files of any snapshot below its
     # end: those snapshots are condemned whatever this run's options, so it finishes their removal
     # (until then tags and rollbacks below that end stay refused)
@@ -235,7 +242,7 @@ def _plan_expiry_once(table: TableMeta, earliest: int, end: int, *, decoupled: b
 def expire_snapshots(table: TableMeta, *, retain_min: int | None = None, retain_max: int | None = None,
                      older_than_millis: int | None = None, max_deletes: int | None = None,
                      dry_run: bool = False, clock: Callable[[], float] = time.time,
-                     progress: Callable[[int, int], None] | None = None) -> ExpireResult:
+                     progress: Callable[[int, int], None] | None = None, after_commit: bool = False) -> ExpireResult:
     """Expire snapshots by the table's options (each overridable); ``dry_run`` only plans.
 
     ``retain_min``/``retain_max`` default to ``snapshot.num-retained.*``, but a bound left out
@@ -245,6 +252,8 @@ def expire_snapshots(table: TableMeta, *, retain_min: int | None = None, retain_
 
     ``older_than_millis`` overrides ``snapshot.time-retained`` (a duration); ``clock`` returns
     seconds since the epoch (inject one in tests). ``progress(done, total)`` is called as files go.
+    ``after_commit``: the run every commit makes (:func:`expire_range`); with nothing to expire it
+    neither lists nor writes.
     """
     from ..meta.capabilities import Operation
     from ..meta.changelogs import ChangelogManager
@@ -259,9 +268,9 @@ def expire_snapshots(table: TableMeta, *, retain_min: int | None = None, retain_
     limit = o.snapshot_expire_limit if max_deletes is None else max_deletes
     earliest, end = expire_range(table, retain_min=retain_min, retain_max=retain_max,
                                  time_retained_millis=time_retained, max_deletes=limit,
-                                 now_millis=int(clock() * 1000))
+                                 now_millis=int(clock() * 1000), after_commit=after_commit)
     if earliest is None or end is None:  # (no earliest: an empty table, and no end either)
-        if not dry_run:  # a crashed run that had deleted its snapshots left only its marker
+        if not dry_run and not after_commit:  # a crashed run that had deleted its snapshots left its marker
             table.snapshot_manager.end_expiry(None)
         return ExpireResult(plan=ExpirePlan(earliest=earliest, end=None), dry_run=dry_run)
     if dry_run:

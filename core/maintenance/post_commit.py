@@ -100,7 +100,7 @@ def maintain(table: TableOps, *, clock: Callable[[], float] = time.time) -> Main
         consumer_ttl = option_value(CONSUMER_EXPIRATION_TIME, options)
         if consumer_ttl is not None:
             consumers = table.consumer_manager.expire(consumer_ttl, int(clock() * 1000))
-        snapshots = expire_snapshots(table, clock=clock).expired_snapshots
+        snapshots = expire_snapshots(table, clock=clock, after_commit=True).expired_snapshots
     finally:
         _running.reset(token)
     return MaintenanceReport(tags_created=tuple(n for n, _ in auto.created),

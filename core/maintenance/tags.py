@@ -334,16 +334,27 @@ class Tags:
         TTL whose file is older than that (Paimon's ``expire_tags``). Returns the names."""
         self._table.capabilities.require(Operation.HISTORY)
         now = datetime.fromtimestamp(self._clock())
+
+        def due(create_time: list[int] | None, retained: str | None, name: str) -> bool:
+            created = _from_java_local_datetime(create_time)
+            if created is not None and retained is not None:
+                return now > created + timedelta(seconds=float(retained))
+            if older_than_millis is None:
+                return False
+            status = self._table.file_io.status(self._manager.tag_path(name))
+            return status.modification_time_millis < self._clock() * 1000 - older_than_millis
+
         expired = []
-        for name, tag in sorted(self.list().items()):
-            created = _from_java_local_datetime(tag.tag_create_time)
-            if created is not None and tag.tag_time_retained is not None:
-                if now > created + timedelta(seconds=float(tag.tag_time_retained)):
-                    expired.append(name)
-            elif older_than_millis is not None:
-                status = self._table.file_io.status(self._manager.tag_path(name))
-                if status.modification_time_millis < self._clock() * 1000 - older_than_millis:
-                    expired.append(name)
+        # the listing's cached times-to-live choose the candidates; each is read again to decide
+        for name, (create_time, retained) in sorted(self._manager.retention().items()):
+            if not due(create_time, retained, name):
+                continue
+            try:
+                tag = self._manager.get(name)
+            except SnapshotNotFoundError:
+                continue  # deleted meanwhile
+            if due(tag.tag_create_time, tag.tag_time_retained, name):
+                expired.append(name)
         if not dry_run:
             for name in expired:
                 self.delete(name)

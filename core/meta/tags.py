@@ -5,6 +5,8 @@ expiry handshake, delete freeing files, expire) are in :mod:`paimonflow.core.mai
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import replace
 
 from ..errors import (
@@ -15,6 +17,18 @@ from ..fs import join
 from ..names import validate_name
 from .layout import branch_root
 from .snapshots import Snapshot
+
+#: ``{tag file path: ((modification millis, size), (tagCreateTime, tagTimeRetained))}`` of the tag
+#: files this process has read for their time-to-live (:meth:`TagManager.retention`)
+_retention_cache: dict[str, tuple[tuple[int, int], tuple[list[int] | None, str | None]]] = {}
+#: ``{tag directory: (its modification millis, the retention map listed then)}``: a local disk
+#: moves a directory's time on every entry created, replaced or removed
+_directory_cache: dict[str, tuple[int, dict[str, tuple[list[int] | None, str | None]]]] = {}
+_retention_lock = threading.Lock()
+_RETENTION_CACHE_MAX = 100_000
+#: a directory time this close to the listing's start may still be shared by a later change in
+#: the same clock tick (file systems keep coarse times): such a listing is not reused
+_RACY_MILLIS = 2_000
 
 
 class TagManager:
@@ -51,6 +65,51 @@ class TagManager:
             if not vanished:
                 break
         return tags
+
+    def retention(self) -> dict[str, tuple[list[int] | None, str | None]]:
+        """``{name: (tagCreateTime, tagTimeRetained)}`` of every tag, for the time-to-live expiry
+        each commit runs: a tag file is read only when this process has not read it at its
+        current time and size, so a commit beside a thousand unchanged tags costs one listing.
+        A caller about to act on a value reads the tag again (:meth:`get`): the listing's time
+        and size tell a replaced file apart only when either changed. Where the directory has a
+        time (local disks), an unchanged directory is not even listed again."""
+        started = time.time() * 1000
+        try:
+            directory = self.file_io.status(self.directory)
+        except FileNotFoundStorageError:
+            return {}
+        stamp_dir = directory.modification_time_millis if directory.is_dir else 0
+        with _retention_lock:
+            known = _directory_cache.get(self.directory)
+        if stamp_dir and known is not None and known[0] == stamp_dir:
+            return dict(known[1])
+        out: dict[str, tuple[list[int] | None, str | None]] = {}
+        for status in self.file_io.list_dir(self.directory):
+            name = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if not name.startswith("tag-") or status.is_dir:
+                continue
+            stamp = (status.modification_time_millis, status.size)
+            with _retention_lock:
+                cached = _retention_cache.get(status.path)
+            if cached is not None and cached[0] == stamp:
+                out[name[4:]] = cached[1]
+                continue
+            try:
+                tag = Snapshot.from_json(self.file_io.read_bytes(status.path), status.path)
+            except FileNotFoundStorageError:
+                continue  # deleted meanwhile: nothing to expire
+            value = (tag.tag_create_time, tag.tag_time_retained)
+            with _retention_lock:
+                if len(_retention_cache) >= _RETENTION_CACHE_MAX:
+                    _retention_cache.clear()
+                _retention_cache[status.path] = (stamp, value)
+            out[name[4:]] = value
+        if stamp_dir and stamp_dir < started - _RACY_MILLIS:
+            with _retention_lock:
+                if len(_directory_cache) >= _RETENTION_CACHE_MAX:
+                    _directory_cache.clear()
+                _directory_cache[self.directory] = (stamp_dir, dict(out))
+        return out
 
     def create(self, name: str, snapshot: Snapshot, *, create_time: list[int] | None = None,
                time_retained: str | None = None) -> bool:

@@ -4,6 +4,7 @@ consumers protecting what they reference, dry runs, limits and reruns."""
 from __future__ import annotations
 
 import os
+import time
 
 import pyarrow as pa
 import pytest
@@ -261,14 +262,25 @@ def test_a_bound_given_alone_overrides_the_other_bounds_default(catalog):
 
 def test_a_commit_with_nothing_to_expire_neither_lists_the_snapshots_nor_writes_a_marker(catalog, monkeypatch):
     """Post-commit expiry under default options (keep an hour) on a table with a long history:
-    it decides from the hints and the two marker prefixes, without listing every snapshot and
-    without writing a marker, so a commit costs the same at 1 and 10,000 retained snapshots."""
+    it decides from the hints and a snapshot file, without listing ``snapshot/`` (on a local disk
+    even a prefix listing reads every name) and without writing a marker, so a commit costs the
+    same at 1 and 10,000 retained snapshots. The one listing left per commit is the publish's
+    look for another writer's pending rename onto its snapshot; tag expiry by time-to-live reads
+    no tag file and lists no tag directory that has not changed."""
     from paimonflow.core.fs.local import LocalFileIO
 
     t = catalog.create_table("db.long", pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())]),
                              primary_keys=["id"], options={"bucket": "1"})
     for i in range(40):
         t.write(rows([i % 7], f"v{i}"))
+    for i in range(30):
+        t.tags.create(f"kept-{i}", snapshot_id=i + 1)
+    old = time.time() - 60  # the tag directory's last change is long past (not in the clock tick of a listing)
+    os.utime(f"{t.path}/tag", (old, old))
+    t.write(rows([99], "warm"))  # this process learns the tags' times-to-live once
+    read: list[str] = []
+    real_read = LocalFileIO.read_bytes
+    monkeypatch.setattr(LocalFileIO, "read_bytes", lambda self, path: read.append(path) or real_read(self, path))
     listed: list[tuple[str, str]] = []
     written: list[str] = []
     real_dir, real_files, real_write = LocalFileIO.list_dir, LocalFileIO.list_files, LocalFileIO.write_bytes
@@ -278,10 +290,14 @@ def test_a_commit_with_nothing_to_expire_neither_lists_the_snapshots_nor_writes_
     monkeypatch.setattr(LocalFileIO, "write_bytes",
                         lambda self, path, data: written.append(path) or real_write(self, path, data))
     table = catalog.get_table("db.long")
+    before = table.snapshot_manager.latest_id()
     for i in range(3):
         assert table.write(rows([100 + i], "new")).snapshot_id is not None  # post-commit maintenance runs
+    after = table.snapshot_manager.latest_id()
     snapshot_dir = f"{table.path}/snapshot"
-    whole = [p for p in listed if p[0].rstrip("/") == snapshot_dir and p[1] in ("*", "", "snapshot-")]
-    assert whole == []  # prefix listings of markers and of a publish's own temporary files only
+    of_snapshots = [p for p in listed if p[0].rstrip("/") == snapshot_dir]
+    assert [prefix for _, prefix in of_snapshots] == [f".snapshot-{sid}." for sid in range(before + 1, after + 1)]
     assert not [p for p in written if "/snapshot/EXPIRING-" in p]
+    assert not [p for p in listed if p[0].rstrip("/") == f"{table.path}/tag"]
+    assert not [p for p in read if "/tag/" in p]
     assert len(table.snapshot_manager.list_ids()) >= 43  # nothing expired: all are younger than an hour
