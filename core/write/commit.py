@@ -10,13 +10,14 @@ unknown way is never cleaned up; the next attempt first looks for our own snapsh
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -41,6 +42,7 @@ from ..meta.schema import TableSchema
 from ..meta.snapshots import CommitKind, Published, Snapshot, SnapshotManager
 from ..options.core import CoreOptions
 from ..predicate import Predicate
+from .commit_turns import commit_turn
 from .messages import CommitMessage
 from .row_ids import RowTrackingSettings, assign_row_tracking
 
@@ -68,6 +70,9 @@ class CommitResult:
     replaced_publishes: int = 0
     #: seconds this commit slept between attempts (backing off after lost races)
     retry_wait_seconds: float = 0.0
+    #: seconds this commit waited for its turn behind the other writers of this machine
+    #: (:mod:`~paimonflow.core.write.commit_turns`)
+    turn_wait_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -84,6 +89,7 @@ class CommitResult:
             "notes": list(self.notes),
             "replaced_publishes": self.replaced_publishes,
             "retry_wait_seconds": round(self.retry_wait_seconds, 3),
+            "turn_wait_seconds": round(self.turn_wait_seconds, 3),
         }
 
 
@@ -115,6 +121,7 @@ class TableCommit:
         self.commit_user = commit_user
         self._clock = clock
         self._retry_wait = 0.0  # seconds slept between the attempts of the commit in progress
+        self._turn_wait = 0.0  # seconds it waited for its turns
         self._after_commit = after_commit
         arrow_schema = schema.arrow_schema()
         self._partition_types = [arrow_schema.field(k).type for k in schema.partition_keys]
@@ -209,10 +216,17 @@ class TableCommit:
 
     def _metadata_only_commit(self, kind: CommitKind, *, full_merge: bool, statistics: str | None = None
                               ) -> CommitResult:
+        self._retry_wait = self._turn_wait = 0.0
+        with contextlib.ExitStack() as turn:
+            return self._metadata_only_attempts(kind, full_merge, statistics, turn)
+
+    def _metadata_only_attempts(self, kind: CommitKind, full_merge: bool, statistics: str | None,
+                                turn: contextlib.ExitStack) -> CommitResult:
         attempt = replaced = 0
-        self._retry_wait = 0.0
         while True:
             attempt += 1
+            turn.close()
+            turn.enter_context(self._turn())
             latest = self._snapshots.latest()
             nothing = CommitResult(snapshot_id=None, commit_kind=None, commit_user=self.commit_user,
                                    commit_identifier=BATCH_COMMIT_IDENTIFIER)
@@ -251,7 +265,8 @@ class TableCommit:
             if published is Published.LANDED:
                 return CommitResult(snapshot_id=snapshot.id, commit_kind=kind, commit_user=self.commit_user,
                                     commit_identifier=BATCH_COMMIT_IDENTIFIER, attempts=attempt,
-                                    replaced_publishes=replaced)
+                                    replaced_publishes=replaced, retry_wait_seconds=self._retry_wait,
+                                    turn_wait_seconds=self._turn_wait)
             if published is Published.REPLACED:
                 replaced += 1  # visible for a moment: its files stay for orphan removal to judge
                 _log.warning("snapshot %s of commit user %s was replaced by another writer's rename; retrying",
@@ -260,6 +275,7 @@ class TableCommit:
                 self._manifests.delete_files(written)
             if attempt > self._options.commit_max_retries:
                 raise CommitRetriesExhaustedError(f"{kind.value} commit lost the race {attempt} times")
+            turn.close()
             self._sleep(attempt)
 
     def _commit_append_then_compact(self, messages: Sequence[CommitMessage], identifier: int,
@@ -295,8 +311,11 @@ class TableCommit:
             _log.warning("commit %s: new files committed as snapshot %s; the writer's compaction was "
                          "dropped: %s", identifier, first.snapshot_id, exc)
             return dataclasses.replace(first, notes=(f"compaction dropped: {exc}",))
-        except BaseException:
-            self._manifests.delete_data_files(compacts)
+        except BaseException:  # an interrupt: the COMPACT snapshot may have landed just before it
+            with contextlib.suppress(Exception):
+                after = first.snapshot_id if first.snapshot_id is not None else 0
+                if self._snapshots.find_by_commit(self.commit_user, identifier, CommitKind.COMPACT, after + 1) is None:
+                    self._manifests.delete_data_files(compacts)  # certainly not committed
             raise
         if second.snapshot_id is None:
             return first
@@ -312,11 +331,21 @@ class TableCommit:
         options = self._options
         started = self._clock()
         attempt = replaced = 0
-        self._retry_wait = 0.0
+        self._retry_wait = self._turn_wait = 0.0
         ambiguous_since: int | None = None  # latest id seen before an attempt whose outcome is unknown
+        # The delta's manifests and manifest list do not depend on the snapshot an attempt builds
+        # on (unless row tracking numbers the rows from it): written once, they serve every retry,
+        # so a retry's window between reading LATEST and publishing holds one write, the base list.
+        delta_files: _DeltaFiles | None = None
+        keep_delta = False  # landed, shown by a replaced publish, or maybe landed: never deleted here
+        turn = contextlib.ExitStack()  # this machine's turn at committing, held for one attempt
         try:
+            if overwrite is None and not self._row_tracking.enabled:  # the delta is known: written before any turn
+                delta_files = self._write_delta([*adds, *deletes], list(changelog))
             while True:
                 attempt += 1
+                turn.close()
+                turn.enter_context(self._turn())
                 latest = self._snapshots.latest()
                 if ambiguous_since is not None:
                     mine = self._snapshots.find_by_commit(self.commit_user, identifier, kind, ambiguous_since + 1)
@@ -351,7 +380,12 @@ class TableCommit:
                     if index_manifest is not None and index_manifest[0]:
                         index_manifest = (self._index.write(index_manifest[1]), None)
                         written.append(index_manifest[0])
-                    snapshot = self._prepare_snapshot(latest, new_id, delta, changelog, kind, identifier, properties,
+                    if delta_files is None or delta_files.delta != delta or delta_files.changelog != changelog:
+                        if delta_files is not None and not keep_delta:
+                            self._manifests.delete_files(delta_files.files)
+                        delta_files = None
+                        delta_files = self._write_delta(delta, changelog)
+                    snapshot = self._prepare_snapshot(latest, new_id, delta_files, kind, identifier, properties,
                                                       written)
                     if index_manifest is not None:
                         snapshot = dataclasses.replace(snapshot, index_manifest=index_manifest[0])
@@ -360,20 +394,24 @@ class TableCommit:
                 except BaseException:
                     self._manifests.delete_files(written)
                     raise
+                kept_before, keep_delta = keep_delta, True  # from here a snapshot may hold them (an interrupt too)
                 try:
                     published = self._snapshots.publish(snapshot)
                 except UnsupportedError:
+                    keep_delta = kept_before
                     raise  # the store cannot take commits safely: refused before anything was sent
                 except BranchNotFoundError:  # the branch went while we published; ours was taken back
+                    keep_delta = kept_before
                     self._manifests.delete_files(written)
                     raise
-                except PaimonflowError as exc:
+                except PaimonflowError as exc:  # the snapshot may have landed with them: kept
                     if attempt > options.commit_max_retries:
                         raise CommitOutcomeUnknownError(
                             f"publishing snapshot {new_id} failed in an unknown way and retries are exhausted; "
                             f"retry with commit user {self.commit_user!r} and identifier {identifier}: {exc}"
                         ) from exc
                     ambiguous_since = latest.id if latest is not None else 0
+                    turn.close()
                     self._sleep(attempt)
                     continue
                 if published is Published.LANDED:
@@ -391,6 +429,7 @@ class TableCommit:
                     _log.warning("snapshot %s of commit user %s was replaced by another writer's rename; "
                                  "retrying", new_id, self.commit_user)
                 else:  # lost the race: nothing we wrote is referenced by any snapshot
+                    keep_delta = kept_before
                     self._manifests.delete_files(written)
                 timeout = options.commit_timeout_millis
                 if attempt > options.commit_max_retries or (
@@ -400,6 +439,7 @@ class TableCommit:
                         f"commit lost the race for a new snapshot {attempt} times "
                         f"(commit.max-retries={options.commit_max_retries}); nothing was committed"
                     )
+                turn.close()
                 self._sleep(attempt)
         except CommitOutcomeUnknownError:
             raise
@@ -411,6 +451,38 @@ class TableCommit:
             raise CommitOutcomeUnknownError(
                 f"a publish of this commit failed in an unknown way and checking it failed too; retry with "
                 f"commit user {self.commit_user!r} and identifier {identifier}: {exc}") from exc
+        finally:
+            turn.close()
+            if delta_files is not None and not keep_delta:  # certainly not committed: nothing refers to them
+                self._manifests.delete_files(delta_files.files)
+
+    @contextlib.contextmanager
+    def _turn(self) -> Iterator[bool]:
+        """This machine's turn at committing to the table (:mod:`.commit_turns`), waited for up
+        to ``commit.max-retry-wait``."""
+        started = time.monotonic()
+        with commit_turn(self._file_io, self._path, self._snapshots.branch,
+                         wait_seconds=self._options.commit_max_retry_wait_millis / 1000.0) as taken:
+            self._turn_wait += time.monotonic() - started
+            yield taken
+
+    def _write_delta(self, delta: list[ManifestEntry], changelog: list[ManifestEntry]) -> _DeltaFiles:
+        """The manifests and manifest lists of a commit's own changes (and changelog)."""
+        written: list[str] = []
+        try:
+            delta_metas = self._manifests.write_manifests(delta, self._schema.id, written)
+            delta_list, delta_size = self._manifests.write_list(delta_metas, written)
+            changelog_list = changelog_size = changelog_rows = None
+            if changelog:
+                changelog_metas = self._manifests.write_manifests(changelog, self._schema.id, written)
+                changelog_list, changelog_size = self._manifests.write_list(changelog_metas, written)
+                changelog_rows = sum(e.file.row_count for e in changelog)
+        except BaseException:
+            self._manifests.delete_files(written)
+            raise
+        return _DeltaFiles(delta=list(delta), changelog=list(changelog), delta_list=delta_list, delta_size=delta_size,
+                           changelog_list=changelog_list, changelog_size=changelog_size,
+                           changelog_rows=changelog_rows, files=tuple(written))
 
     def _sleep(self, attempt: int) -> None:
         """Back off after a lost race: a random wait between ``commit.min-retry-wait`` and a cap
@@ -428,7 +500,7 @@ class TableCommit:
             snapshot_id=snapshot.id, commit_kind=snapshot.commit_kind, commit_user=self.commit_user,
             commit_identifier=snapshot.commit_identifier, added_files=len(adds), deleted_files=len(deletes),
             added_rows=sum(e.file.row_count for e in adds), deleted_rows=sum(e.file.row_count for e in deletes),
-            attempts=attempts, retry_wait_seconds=self._retry_wait,
+            attempts=attempts, retry_wait_seconds=self._retry_wait, turn_wait_seconds=self._turn_wait,
         )
 
     # -- pieces ------------------------------------------------------------------------------
@@ -574,21 +646,17 @@ class TableCommit:
                         f"LSM conflict in bucket {bucket} level {level}: key ranges of {prev_name} and {next_name} overlap"
                     )
 
-    def _prepare_snapshot(self, latest: Snapshot | None, new_id: int, delta: list[ManifestEntry],
-                          changelog: list[ManifestEntry], kind: CommitKind, identifier: int, properties: dict,
-                          written: list[str]) -> Snapshot:
-        delta_metas = self._manifests.write_manifests(delta, self._schema.id, written)
+    def _prepare_snapshot(self, latest: Snapshot | None, new_id: int, own: _DeltaFiles, kind: CommitKind,
+                          identifier: int, properties: dict, written: list[str]) -> Snapshot:
+        """The snapshot of ``own`` changes on top of ``latest``; writes the base manifest list
+        (and what the manifest merge rewrites) into ``written``."""
         previous = self._manifests.data_manifests(latest) if latest is not None else []
         base_metas = self._manifests.merge(previous, written)
         base_list, base_size = self._manifests.write_list(base_metas, written)
-        delta_list, delta_size = self._manifests.write_list(delta_metas, written)
-        changelog_list = changelog_size = changelog_rows = None
-        if changelog:
-            changelog_metas = self._manifests.write_manifests(changelog, self._schema.id, written)
-            changelog_list, changelog_size = self._manifests.write_list(changelog_metas, written)
-            changelog_rows = sum(e.file.row_count for e in changelog)
-        added = sum(e.file.row_count for e in delta if e.kind is FileKind.ADD)
-        removed = sum(e.file.row_count for e in delta if e.kind is FileKind.DELETE)
+        delta_list, delta_size = own.delta_list, own.delta_size
+        changelog_list, changelog_size, changelog_rows = own.changelog_list, own.changelog_size, own.changelog_rows
+        added = sum(e.file.row_count for e in own.delta if e.kind is FileKind.ADD)
+        removed = sum(e.file.row_count for e in own.delta if e.kind is FileKind.DELETE)
         return Snapshot(
             version=3,
             id=new_id,
@@ -612,6 +680,20 @@ class TableCommit:
             properties=properties or None,
             uuid=str(uuid.uuid4()),
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _DeltaFiles:
+    """What one commit's own changes were written as (reused by its retries)."""
+
+    delta: list[ManifestEntry]
+    changelog: list[ManifestEntry]
+    delta_list: str
+    delta_size: int
+    changelog_list: str | None
+    changelog_size: int | None
+    changelog_rows: int | None
+    files: tuple[str, ...]
 
 
 def _same_partition_value(actual: object, wanted: object) -> bool:

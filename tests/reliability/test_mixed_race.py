@@ -35,6 +35,14 @@ from tests.reliability.chaos import (
     read_logs,
 )
 
+
+@pytest.fixture(autouse=True)
+def _writers_race(monkeypatch):
+    """These tests are about races: the writers' attempts are purely optimistic here (no turns at
+    committing, which make the writers of one machine commit one after another)."""
+    monkeypatch.setenv("PAIMONFLOW_COMMIT_TURNS", "off")
+
+
 JOIN_TIMEOUT_S = 600.0
 
 

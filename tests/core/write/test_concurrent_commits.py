@@ -36,6 +36,14 @@ from paimonflow.core import Catalog
 from paimonflow.core.fs import LocalFileIO
 from tests.reliability.oracle import snapshot_ids_on_storage
 
+
+@pytest.fixture(autouse=True)
+def _writers_race(monkeypatch):
+    """These tests are about races: the writers' attempts are purely optimistic here (no turns at
+    committing, which make the writers of one machine commit one after another)."""
+    monkeypatch.setenv("PAIMONFLOW_COMMIT_TURNS", "off")
+
+
 DATABASE = "race"
 ROW_ID_STRIDE = 1_000  # row ids: writer * ROW_ID_STRIDE**2 + commit * ROW_ID_STRIDE + j
 JOIN_TIMEOUT_S = 120.0
