@@ -42,6 +42,7 @@ from .predicate import Predicate
 from .read.evolution import schema_for_time_travel
 from .read.scan import ScanPlanner, Split, SplitReader
 from .write.commit import BATCH_COMMIT_IDENTIFIER, CommitResult, OverwriteSpec, TableCommit, new_commit_user
+from .write.signals import signals_deferred
 from .write.table_write import TableWrite
 
 
@@ -203,10 +204,13 @@ class Table:
         With ``commit_user`` and ``commit_identifier`` the commit is exactly-once: repeating it
         commits nothing and reports the existing snapshot.
 
-        On any exception before the commit lands (``KeyboardInterrupt`` and the command line's
-        SIGTERM included) the writer stops between files and deletes every file it wrote
-        (:meth:`TableWrite.abort`); when the commit may have landed (``CommitOutcomeUnknownError``,
-        or storage shows the snapshot) nothing is deleted.
+        On any exception before the commit (``KeyboardInterrupt`` and the command line's SIGTERM
+        included) the writer stops between files and batches and deletes every file it wrote
+        (:meth:`TableWrite.abort`), then the exception goes on. SIGINT and SIGTERM arriving during
+        the commit are held back until it has ended (:func:`~paimonflow.core.write.signals.signals_deferred`,
+        in the main thread): the commit lands or fails on its own, and the interrupt is raised
+        after it. When the commit failed, its files are deleted only if storage shows it did not
+        land (never after ``CommitOutcomeUnknownError``); after it landed nothing is deleted.
         """
         self.capabilities.require(Operation.WRITE)
         spec = self.overwrite_spec(overwrite)  # checked before any file is written
@@ -224,7 +228,8 @@ class Table:
         try:
             messages = writer.write_all(data, row_kinds=row_kinds)
             writer.close()
-            result = committer.commit(messages, commit_identifier=identifier, overwrite=spec)
+            with signals_deferred():  # never cut in half: an interrupt comes once it has landed or failed
+                result = committer.commit(messages, commit_identifier=identifier, overwrite=spec)
         except CommitOutcomeUnknownError:
             raise  # the snapshot may reference these files: never delete them
         except BaseException as exc:  # Ctrl-C and SIGTERM (Interrupted) included

@@ -155,6 +155,8 @@ def _fail(name: str, error: str, message: str, pipes=None) -> None:
 def _interrupted_message(stop: KeyboardInterrupt) -> str:
     if not isinstance(stop, Interrupted):
         return "interrupted; the job's Spark work was cancelled"
+    if stop.committed_snapshot is not None:  # held back during the commit (signals_deferred), which landed
+        return f"interrupted by {stop.signal_name} after the commit: snapshot {stop.committed_snapshot} is committed"
     return (f"interrupted by {stop.signal_name}; the job's Spark work was cancelled and the "
             f"{stop.files_removed} uncommitted files it had collected were removed (files of tasks still running "
             "when their executors stopped are orphans for remove-orphan-files)")

@@ -13,6 +13,7 @@ and commits once (the first attempt's files are orphans for ``remove-orphan-file
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,10 +22,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from paimonflow.core.errors import CommitOutcomeUnknownError, InvalidArgumentError, note_files_removed
+from paimonflow.core.errors import (
+    CommitOutcomeUnknownError,
+    Interrupted,
+    InvalidArgumentError,
+    note_files_removed,
+)
 from paimonflow.core.faults import crash_point
 from paimonflow.core.write.commit import BATCH_COMMIT_IDENTIFIER
 from paimonflow.core.write.conform import chunks
+from paimonflow.core.write.signals import signals_deferred
 
 from .executor import executor_identity
 from .location import TableLocation
@@ -166,6 +173,24 @@ def write_batches(table, batches: Iterator[pa.RecordBatch], *, row_kind_column: 
         writer.close()
 
 
+def _after_failed_commit(table, commit_user: str, identifier: int, before: int, messages: Sequence,
+                         exc: BaseException) -> None:
+    """After the driver's commit failed or was interrupted: delete the files of ``messages`` only
+    when storage shows that no snapshot of this commit landed after ``before`` (a failed look-up
+    deletes nothing), and tell an interrupt what became of the commit (its one line says it)."""
+    if table.known_not_committed(commit_user, identifier, after=before):
+        table.manifest_io.delete_data_files(messages)
+        note_files_removed(exc, sum(len(m.all_written_files()) for m in messages))
+        if isinstance(exc, Interrupted):
+            exc.outcome_known = True
+        return
+    if isinstance(exc, Interrupted):
+        with contextlib.suppress(Exception):
+            found = table.committed_snapshot(commit_user, identifier, after=before)
+            if found is not None:
+                exc.outcome_known, exc.committed_snapshot = True, found.id
+
+
 def _writer_task(location: TableLocation, overwrite: bool, row_kind_column: str | None,
                  commit_user: str | None = None):
     """mapInArrow function: write this task's rows (it owns their buckets); yield its pickled
@@ -236,17 +261,19 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
         if isinstance(source, WriteSource) and source.path and source.format == "csv" and is_malformed_record(exc):
             _refuse_malformed_csv(spark, source, read_schema, table)
         raise
-    messages = [m for row in payloads for m in pickle.loads(row.payload)]
-    crash_point("spark-write:before-commit")
-    before = table.snapshot_manager.latest_id() or 0
+    messages: list = []
+    before = 0
     try:
-        result = committer.commit(messages, commit_identifier=identifier, overwrite=overwrite)
+        with signals_deferred():  # a signal while the messages are decoded lands once all are known
+            before = table.snapshot_manager.latest_id() or 0
+            messages = [m for row in payloads for m in pickle.loads(row.payload)]
+        crash_point("spark-write:before-commit")
+        with signals_deferred():  # SIGINT/SIGTERM on the driver wait until the commit has landed or failed
+            result = committer.commit(messages, commit_identifier=identifier, overwrite=overwrite)
     except CommitOutcomeUnknownError:
         raise
-    except BaseException as exc:  # SIGINT/SIGTERM on the driver included: delete only if known not landed
-        if table.known_not_committed(committer.commit_user, identifier, after=before):
-            table.manifest_io.delete_data_files(messages)
-            note_files_removed(exc, sum(len(m.all_written_files()) for m in messages))
+    except BaseException as exc:  # SIGINT/SIGTERM on the driver included
+        _after_failed_commit(table, committer.commit_user, identifier, before, messages, exc)
         raise
     from paimonflow.core.maintenance.post_commit import after_batch_write
 

@@ -6,6 +6,10 @@ way out: ``Table.write``). Only the first signal raises: later ones are ignored 
 ends, so that the cleanup is not itself interrupted (SIGKILL still stops everything; its files
 are then orphans for ``remove-orphan-files``). The command then prints one line and exits
 128 + the signal's number: 130 for SIGINT, 143 for SIGTERM.
+
+A commit is never interrupted half-way: ``Table.write``, the compactions and the Spark job
+driver run their commit inside :func:`signals_deferred`, which holds both signals back until
+the commit has ended (landed, or failed on its own) and delivers them then.
 """
 
 from __future__ import annotations
@@ -17,11 +21,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ..errors import Interrupted
+from ..write.signals import signals_deferred
 
 if TYPE_CHECKING:
     from ..meta.snapshots import Snapshot
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+__all__ = ["commit_outcome", "describe", "signals_deferred", "signals_interrupt"]
 
 
 @contextmanager

@@ -40,7 +40,8 @@ from ..meta.snapshots import CommitKind
 from ..read.scan import Split
 from ..write.commit import BATCH_COMMIT_IDENTIFIER
 from ..write.messages import CommitMessage
-from .dedicated import CompactionResult
+from ..write.signals import signals_deferred
+from .dedicated import CompactionResult, compaction_known_not_committed, replace_files
 
 if TYPE_CHECKING:
     from ..maintenance.context import TableOps
@@ -242,16 +243,18 @@ def commit_postpone_compaction(table: TableOps, plan: PostponeCompactionPlan,
     batch = [m for m in messages if not m.is_empty()]
     if not batch:
         return CompactionResult(snapshot_id=None)
+    before = table.snapshot_manager.latest_id() or 0
+    committer = table.new_commit(plan.commit_user)
     try:
-        result = table.new_commit(plan.commit_user).commit(batch, commit_identifier=plan.commit_identifier,
-                                                           kind=CommitKind.COMPACT)
+        with signals_deferred():  # an interrupt waits until the commit has landed or failed
+            result = committer.commit(batch, commit_identifier=plan.commit_identifier, kind=CommitKind.COMPACT)
     except CommitOutcomeUnknownError:
         raise
-    except BaseException:
-        from .dedicated import replace_files
-
-        table.manifest_io.delete_data_files([replace_files(m, {f.file_name for f in m.deleted_files})
-                                             for m in batch])
+    except BaseException as exc:  # an interrupt included: delete only what storage shows did not land
+        if compaction_known_not_committed(table, committer.commit_user, plan.commit_identifier, before):
+            rewritten = [replace_files(m, {f.file_name for f in m.deleted_files}) for m in batch]
+            table.manifest_io.delete_data_files(rewritten)
+            note_files_removed(exc, sum(len(m.all_written_files()) for m in rewritten))
         raise
     read = [f for m in batch for f in m.deleted_files]
     written = [f for m in batch for f in m.new_files if f.file_name not in {x.file_name for x in m.deleted_files}]

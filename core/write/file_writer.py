@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import numpy as np
 import pyarrow as pa
@@ -115,9 +115,17 @@ class DataFileWriter:
             self.wait_for_stores()
 
     def wait_for_stores(self) -> None:
-        """Wait for the files being stored in the background; raises the first failure."""
+        """Wait until every file handed to the background stores so far, by any thread, is
+        stored; raises the first failure. Threads may wait at once (a bucket's compaction in one
+        flush thread, the other flush thread's compaction, the final wait): each waits for all the
+        stores pending when it called, those another waiter is already waiting for included, so
+        none returns before its own files are on storage."""
         with self._lock:
-            stores, self._stores = self._stores, []
+            stores = list(self._stores)
+        wait(stores)  # interrupted here, the stores stay listed for the next wait (an abort's)
+        with self._lock:
+            done = set(stores)
+            self._stores = [future for future in self._stores if future not in done]
         errors = [error for future in stores if not future.cancelled() and (error := future.exception()) is not None]
         if errors:  # the failure itself, not the aborts it caused in the other stores
             raise next((e for e in errors if not isinstance(e, WriteAbortedError)), errors[0])

@@ -1,11 +1,14 @@
 """Interrupts that clean up (issue 37, item 4): SIGINT and SIGTERM sent for real, at seeded random
-moments, to ``paimonflow write`` and ``paimonflow compact``; and interrupts injected into the
-threads of an in-process ``Table.write``.
+moments, to ``paimonflow write`` and ``paimonflow compact``; Ctrl-C sent into the threads of an
+in-process ``Table.write`` and into its commit; SIGTERM to a Spark job driver (long tier).
 
 After each interrupted command: exit code 128 + the signal, exactly one line on stderr naming
 the interruption (and telling the truth about the commit), an exit within a generous bound of the
-signal (measured times are recorded), and no file on disk that no snapshot references: the
-files the interrupted write created are gone, or its commit landed and references them.
+signal (measured times are recorded), no file on disk that no snapshot references (the files the
+interrupted write created are gone, or its commit landed and references them) and no file a
+snapshot references missing. Counts (``signals_sent``, ``files_left``,
+``referenced_files_missing``) are printed at the end of the run and written to
+``build/reliability/results-<tier>.json``.
 """
 
 from __future__ import annotations
@@ -72,6 +75,13 @@ def unreferenced(table) -> set[str]:
     if table.snapshot_manager.latest_id() is None:
         return on_disk
     return on_disk - referenced_files(table)
+
+
+def missing_referenced(table) -> set[str]:
+    """Files some snapshot references that are not on disk (a clean-up that deleted under a commit)."""
+    if table.snapshot_manager.latest_id() is None:
+        return set()
+    return {path for path in referenced_files(table) if not os.path.exists(path)}
 
 
 def handlers_armed(pid: int) -> bool:
@@ -142,9 +152,10 @@ def test_cli_write_interrupted_at_random_moments_leaves_no_file(source, tmp_path
         code, out, err, sent_after, stop_s = run_command(
             ["write", "db.t", "-w", str(tmp_path / f"round-{i}" / "wh"), str(source)], signum=signum, delay=delay)
         outcomes.append(check_outcome(table, None, signum, code, out, err, stop_s))
-        left = unreferenced(table)
-        reliability.record(signals_sent=1, files_left=len(left))
+        left, missing = unreferenced(table), missing_referenced(table)
+        reliability.record(signals_sent=1, files_left=len(left), referenced_files_missing=len(missing))
         assert not left, f"round {i}: {len(left)} files no snapshot references, e.g. {sorted(left)[:3]}"
+        assert not missing, f"round {i}: {len(missing)} referenced files are gone, e.g. {sorted(missing)[:3]}"
         stops.append(stop_s)
         removed.append(removed_count(err))
         print(f"round {i}: {signal.Signals(signum).name} {sent_after:.2f} s into a {baseline:.2f} s write: "
@@ -158,7 +169,8 @@ def test_cli_write_interrupted_at_random_moments_leaves_no_file(source, tmp_path
 def test_cli_compact_interrupted_leaves_no_file(source, tmp_path, reliability):
     rng = random.Random(7)
     baseline = 0.0
-    for i, signum in enumerate((None, signal.SIGINT, signal.SIGTERM, signal.SIGINT)):  # first: the baseline
+    signals = reliability.scale((signal.SIGINT, signal.SIGTERM), (signal.SIGINT, signal.SIGTERM, signal.SIGINT))
+    for i, signum in enumerate((None, *signals)):  # first: the baseline
         root = tmp_path / f"round-{i}"
         table = new_table(root, **{"write-only": "true"})
         for part in range(3):  # three level-0 runs per bucket to rewrite
@@ -173,9 +185,11 @@ def test_cli_compact_interrupted_leaves_no_file(source, tmp_path, reliability):
             outcome = check_outcome(table, before, signum, code, out, err, stop_s)
             print(f"compact round {i}: {signal.Signals(signum).name}: {outcome}, exit after {stop_s:.3f} s, "
                   f"{removed_count(err)} files removed")
-        left = unreferenced(table)
-        reliability.record(signals_sent=int(signum is not None), files_left=len(left))
+        left, missing = unreferenced(table), missing_referenced(table)
+        reliability.record(signals_sent=int(signum is not None), files_left=len(left),
+                           referenced_files_missing=len(missing))
         assert not left, f"{len(left)} files no snapshot references, e.g. {sorted(left)[:3]}"
+        assert not missing, f"{len(missing)} referenced files are gone, e.g. {sorted(missing)[:3]}"
 
 
 # -- in-process: Ctrl-C arriving while the writer's threads write ---------------------------------
@@ -198,6 +212,59 @@ def _interrupt_main_at(count: int, call):
     return interrupting
 
 
+@pytest.mark.parametrize("publish", [1, 2], ids=["APPEND publish", "COMPACT publish"])
+def test_a_signal_during_the_commit_never_deletes_published_files(source, tmp_path, monkeypatch, publish,
+                                                                  reliability):
+    """A real SIGINT right after a snapshot file is created (the writer's APPEND snapshot, then its
+    COMPACT one): the commit is held to its end, then Ctrl-C is raised. Every file a snapshot
+    references exists, the table reads whole, and no file is left that no snapshot references."""
+    from paimonflow.core.meta.snapshots import SnapshotManager
+
+    table = new_table(tmp_path, **{"full-compaction.delta-commits": "1"})  # APPEND, then COMPACT
+    rows = pq.read_table(source).slice(0, 30_000)
+    table.write(rows.slice(0, 20_000))  # the interrupted write's compaction rewrites these files with its own
+    publish_now, published = SnapshotManager.publish, []
+
+    def publish_then_signal(self, snapshot):
+        outcome = publish_now(self, snapshot)
+        published.append(snapshot.commit_kind.value)
+        if len(published) == publish:
+            signal.raise_signal(signal.SIGINT)  # Python runs its handler at once: inside the commit
+        return outcome
+
+    monkeypatch.setattr(SnapshotManager, "publish", publish_then_signal)
+    with pytest.raises(KeyboardInterrupt):
+        table.write(rows.slice(10_000))
+    monkeypatch.undo()
+    assert published == ["APPEND", "COMPACT"]  # the commit went on to its end
+    assert table.delta_stats(table.snapshot_manager.latest_id()).added_files  # the compaction wrote files
+    missing, left = missing_referenced(table), unreferenced(table)
+    reliability.record(signals_sent=1, files_left=len(left), referenced_files_missing=len(missing))
+    assert not missing, f"{len(missing)} files a snapshot references are gone, e.g. {sorted(missing)[:3]}"
+    assert not left, f"{len(left)} files no snapshot references, e.g. {sorted(left)[:3]}"
+    assert table.read().num_rows == rows.num_rows
+
+
+def test_signals_deferred_delivers_after_the_block_or_not_at_all():
+    from paimonflow.core.cli.interrupts import signals_deferred, signals_interrupt
+    from paimonflow.core.errors import Interrupted
+
+    after = []
+    with pytest.raises(KeyboardInterrupt), signals_deferred():  # Python's own Ctrl-C handler, after the block
+        signal.raise_signal(signal.SIGINT)
+        after.append("the block ran to its end")
+    assert after and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with signals_interrupt():  # the command lines' handler: Interrupted, with the signal's exit code
+        with pytest.raises(Interrupted) as stopped, signals_deferred():
+            signal.raise_signal(signal.SIGTERM)
+        assert stopped.value.exit_code == 143
+    # the block's own error goes on (it tells what became of the commit); the signal is dropped
+    with pytest.raises(ValueError, match="the commit's own error"), signals_deferred():
+        signal.raise_signal(signal.SIGINT)
+        raise ValueError("the commit's own error")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 @pytest.mark.parametrize("where", ["background store", "bucket flush"])
 def test_table_write_interrupted_mid_write_removes_every_file(source, tmp_path, monkeypatch, where, reliability):
     from paimonflow.core.write.table_write import TableWrite
@@ -213,7 +280,7 @@ def test_table_write_interrupted_mid_write_removes_every_file(source, tmp_path, 
         table.write(rows)
     time.sleep(0.5)  # nothing may land afterwards either
     left = files_on_disk(table)
-    reliability.record(files_left=len(left))
+    reliability.record(signals_sent=1, files_left=len(left))
     assert table.snapshot_manager.latest_id() is None
     assert not left, f"{len(left)} files left, e.g. {sorted(left)[:3]}"
 
@@ -246,3 +313,58 @@ def test_a_job_stopped_by_a_signal_exits_128_plus_the_signal(signum, capsys):
     assert len(lines) == 1
     line = json.loads(lines[0])
     assert line["error"] == "JobInterrupted" and signal.Signals(signum).name in line["message"]
+
+
+# -- the Spark job driver: a real SIGTERM at the end of a write job ---------------------------------
+
+_DRIVER = """
+import os, signal, sys
+import paimonflow.jobs.write as job
+from paimonflow.core.meta.snapshots import SnapshotManager
+
+moment = sys.argv.pop(1)
+if moment == "before-commit":  # the tasks' files are written and their messages collected
+    job.crash_point = lambda name: os.kill(os.getpid(), signal.SIGTERM) if name.endswith("before-commit") else None
+else:  # the snapshot file has just been created: inside the commit
+    publish = SnapshotManager.publish
+
+    def publish_then_sigterm(self, snapshot):
+        outcome = publish(self, snapshot)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return outcome
+
+    SnapshotManager.publish = publish_then_sigterm
+from paimonflow.jobs.cli import main
+
+main()
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("moment", ["before-commit", "in-commit"])
+def test_spark_driver_stopped_by_sigterm_leaves_no_file(moment, source, tmp_path, reliability):
+    """``python -m paimonflow.jobs write`` (local Spark) sent SIGTERM by the process itself at the
+    end of the job: after the tasks wrote their files (the driver deletes them: exit 143, one
+    JSON line, no snapshot) or right after its snapshot file was created (the commit completes:
+    exit 143, the line names the committed snapshot, every referenced file is there)."""
+    pytest.importorskip("pyspark")
+    table = new_table(tmp_path)
+    rows = tmp_path / "rows.parquet"
+    pq.write_table(pq.read_table(source).slice(0, 20_000), rows)
+    driver = tmp_path / "driver.py"
+    driver.write_text(_DRIVER)
+    proc = subprocess.run([sys.executable, str(driver), moment, "write", "-w", str(tmp_path / "wh"), "-t", "db.t",
+                           "--path", str(rows), "--master", "local[2]", "--conf", "spark.ui.enabled=false"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr[-3000:]
+    line = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert line["error"] == "JobInterrupted" and "SIGTERM" in line["message"], line
+    missing, left = missing_referenced(table), unreferenced(table)
+    reliability.record(signals_sent=1, files_left=len(left), referenced_files_missing=len(missing))
+    print(f"spark driver, SIGTERM {moment}: {line['message']}; files left {len(left)}")
+    assert not left and not missing, (sorted(left)[:3], sorted(missing)[:3])
+    if moment == "before-commit":
+        assert table.snapshot_manager.latest_id() is None and "files it had collected were removed" in line["message"]
+    else:
+        assert "is committed" in line["message"] and table.read().num_rows == 20_000
