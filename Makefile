@@ -99,6 +99,7 @@ $(PYPAIMON_RUST_STAMP): $(PYPAIMON_STAMP)
 
 bench: venv pypaimon-venv $(PYPAIMON_RUST_STAMP)
 	PAIMONFLOW_PYPAIMON_PYTHON=$(CURDIR)/$(PYPAIMON_VENV)/bin/python $(PY) bench/foundation.py --reps 5
+	$(PY) bench/write_10m.py
 
 clean:
 	rm -rf $(VENV) $(PYPAIMON_VENV) build dist *.egg-info demo-warehouse

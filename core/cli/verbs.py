@@ -10,8 +10,10 @@ import typer
 
 from ..catalog import Catalog
 from ..errors import InvalidArgumentError, SnapshotNotFoundError, WarehouseNotFoundError
+from ..write.progress import observe_files
 from .contract import ContractGroup, duration_millis, pairs
 from .output import Output
+from .progress import Progress
 
 
 class CoreCli(ContractGroup):
@@ -184,7 +186,9 @@ def read(
     # it has them (memory: a split, not the table)
     batches = table.to_batches(snapshot_id=snapshot, tag=tag, columns=column)
     if output is not None:
-        written = _save(batches, output, lambda: table.read(snapshot_id=snapshot, tag=tag, columns=column).schema)
+        with Progress.for_terminal(f"reading {identifier} into {output.name}", json_output=out.json) as progress:
+            written = _save(batches, output, lambda: table.read(snapshot_id=snapshot, tag=tag, columns=column).schema,
+                            progress=progress)
         out.done(f"wrote {written} rows to {output}", {"rows_written": written, "path": str(output)})
         return
     shown: list[pa.RecordBatch] = []
@@ -198,9 +202,10 @@ def read(
     out.rows(rows.slice(0, limit) if limit else rows, title=identifier, more=bool(limit) and count > limit)
 
 
-def _save(batches, path: Path, empty_schema) -> int:
+def _save(batches, path: Path, empty_schema, *, progress: Progress | None = None) -> int:
     """Write ``batches`` to ``path`` (.csv or .parquet) as they come, through a temporary file
-    beside it that is renamed at the end: a failed read leaves no partial file. Returns the rows."""
+    beside it that is renamed at the end: a failed read leaves no partial file. Returns the rows
+    (counted into ``progress`` batch by batch: rows, Arrow bytes, and the file once it is in place)."""
     import contextlib
     import os
     import tempfile
@@ -219,12 +224,16 @@ def _save(batches, path: Path, empty_schema) -> int:
                           else pq.ParquetWriter(temporary, batch.schema))
             writer.write_batch(batch)
             rows += batch.num_rows
+            if progress is not None:
+                progress.add(rows=batch.num_rows, bytes=batch.nbytes)
         if writer is None:  # no rows: the file still has the columns
             schema = empty_schema()
             writer = csv.CSVWriter(temporary, schema) if path.suffix.lower() == ".csv" else pq.ParquetWriter(
                 temporary, schema)
         writer.close()
         os.replace(temporary, path)
+        if progress is not None:
+            progress.add(files=1)
     except BaseException:
         if writer is not None:
             with contextlib.suppress(Exception):
@@ -255,7 +264,9 @@ def write(
             data = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise InvalidArgumentError(f"the files do not share their columns' types: {exc}") from None
-        result = table.write(data, overwrite=overwrite, commit_user=user)
+        with Progress.for_terminal(f"writing {identifier}", json_output=out.json) as progress, \
+                observe_files(table.path, progress.files_written):
+            result = table.write(data, overwrite=overwrite, commit_user=user)
         out.result(result.to_dict())
 
 
@@ -289,7 +300,8 @@ def compact_(identifier: Identifier, warehouse: Warehouse, full: bool = True,
     user, before = new_commit_user(table.options.commit_user_prefix), table.snapshot_manager.latest_id() or 0
     with commit_outcome(lambda: table.committed_snapshot(user, BATCH_COMMIT_IDENTIFIER, after=before,
                                                          kinds=(CommitKind.COMPACT,))):
-        with _busy(f"compacting {identifier}"):
+        with Progress.for_terminal(f"compacting {identifier}", json_output=out.json) as progress, \
+                observe_files(table.path, progress.files_written):
             result = table.compact(full=full, partitions=specs, buckets=bucket, commit_user=user)
         out.result(result.to_dict())
 

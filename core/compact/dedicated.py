@@ -24,6 +24,8 @@ from ..meta.snapshots import CommitKind
 from ..read.scan import Split
 from ..write.commit import BATCH_COMMIT_IDENTIFIER
 from ..write.messages import CommitMessage
+from ..write.progress import report_files
+from ..write.signals import signals_deferred
 
 if TYPE_CHECKING:
     from ..meta.index_files import IndexFileMeta
@@ -183,6 +185,15 @@ def commit_compaction(table: TableOps, plan: CompactionPlan, messages: Iterable[
                               output_level)
 
 
+def _reported(table: TableOps, message: CommitMessage | None) -> CommitMessage | None:
+    """Tell progress observers (core/write/progress.py) of the files a task rewrote (a file only
+    moved to another level was not written again)."""
+    if message is not None:
+        moved = {f.file_name for f in message.deleted_files}
+        report_files(table.path, [f for f in message.new_files if f.file_name not in moved])
+    return message
+
+
 def _compact(table: TableOps, *, full: bool, partitions, buckets, commit_user, commit_identifier) -> CompactionResult:
     plan = plan_compaction(table, full=full, partitions=partitions, buckets=buckets, commit_user=commit_user,
                            commit_identifier=commit_identifier)
@@ -191,7 +202,8 @@ def _compact(table: TableOps, *, full: bool, partitions, buckets, commit_user, c
     writer = table.new_write(compact=False)  # shared by the tasks: it records every file they write
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:  # an interrupt cancels the tasks (TableWrite.run_jobs)
-            messages = writer.run_jobs(pool, lambda task: run_compaction_task(table, task, writer=writer),
+            messages = writer.run_jobs(pool, lambda task: _reported(table, run_compaction_task(table, task,
+                                                                                           writer=writer)),
                                        plan.tasks)
     except BaseException as exc:
         note_files_removed(exc, writer.abort())
@@ -214,11 +226,12 @@ def _commit_compaction(table: TableOps, committer, messages: list[CommitMessage]
                        output_level: int | None) -> CompactionResult:
     before = table.snapshot_manager.latest_id() or 0
     try:
-        result = committer.commit(messages, commit_identifier=identifier, kind=CommitKind.COMPACT)
+        with signals_deferred():  # an interrupt waits until the commit has landed or failed
+            result = committer.commit(messages, commit_identifier=identifier, kind=CommitKind.COMPACT)
     except CommitOutcomeUnknownError:
         raise  # the snapshot may reference the new files: never delete them
     except BaseException as exc:  # an interrupt included: it may have come after the snapshot landed
-        if _known_not_committed(table, committer.commit_user, identifier, before):
+        if compaction_known_not_committed(table, committer.commit_user, identifier, before):
             # not committed; upgraded files are the old files themselves and must stay
             rewritten = [replace_files(m, {f.file_name for f in m.deleted_files}) for m in messages]
             table.manifest_io.delete_data_files(rewritten)
@@ -235,7 +248,7 @@ def _commit_compaction(table: TableOps, committer, messages: list[CommitMessage]
     )
 
 
-def _known_not_committed(table: TableOps, commit_user: str, identifier: int, before: int) -> bool:
+def compaction_known_not_committed(table: TableOps, commit_user: str, identifier: int, before: int) -> bool:
     """No COMPACT snapshot of this identity after ``before`` (a failed lookup is not knowing)."""
     try:
         return table.snapshot_manager.find_by_commit(commit_user, identifier, CommitKind.COMPACT, before + 1) is None

@@ -163,4 +163,16 @@ def bucket_ids(
     """
     if num_buckets <= 0:
         raise ValueError(f"num_buckets must be positive, got {num_buckets}")
-    return buckets_of_hashes(hash_codes(columns, precisions=precisions), num_buckets)
+    rows = len(columns[0]) if columns else 0
+    if rows <= _HASH_SLICE_ROWS:
+        return buckets_of_hashes(hash_codes(columns, precisions=precisions), num_buckets)
+    # a slice at a time: the hash's temporaries stay a few MB, in cache and in pages the allocator
+    # reuses (whole-column temporaries of 10M rows are fresh, zeroed pages each: 2-3x slower)
+    out = np.empty(rows, dtype=np.int32)
+    for start in range(0, rows, _HASH_SLICE_ROWS):
+        part = [c.slice(start, _HASH_SLICE_ROWS) for c in columns]
+        out[start : start + len(part[0])] = buckets_of_hashes(hash_codes(part, precisions=precisions), num_buckets)
+    return out
+
+
+_HASH_SLICE_ROWS = 1 << 20

@@ -61,6 +61,10 @@ def stable_integer_order(values: np.ndarray) -> np.ndarray:
         return np.arange(n, dtype=np.int64)
     low, high = values.min(), values.max()
     span = int(high) - int(low)
+    if span < 1 << 16:  # one digit (codes of partitions and buckets): no full-width offsets copy
+        digit = values.astype(np.uint16)  # wraps mod 2**16, as does the difference below
+        digit -= np.uint16(int(low) & 0xFFFF)
+        return np.argsort(digit, kind="stable").astype(np.int64, copy=False)
     if values.dtype == np.uint64:
         offsets = values - low
     else:  # wraps for spans of 2**63 or more, which is the right unsigned offset

@@ -54,6 +54,7 @@ from .cross_partition import CrossPartitionRouter
 from .file_writer import DataFileWriter
 from .messages import FILE_SOURCE_COMPACT, CommitMessage
 from .postpone import POSTPONE_SEQUENCE, is_postpone, postpone_write_options, validate_retraction
+from .progress import report_files
 from .row_ids import RowTrackingSettings
 from .start import EmptyStart, WriteStart
 
@@ -256,15 +257,19 @@ class TableWrite:
         written = False
         for chunk in chunks(_one_schema(batches), self.chunk_bytes):
             self._files.check_open()  # between batches
-            self._write_table(chunk, row_kinds)
+            self._write_table(chunk, row_kinds, streamed=True)
             written = True
         if not written:
             raise SchemaError(f"write() takes {ACCEPTED_INPUTS}; the iterable was empty")
 
-    def _write_table(self, data: pa.Table, row_kinds, *, fuse: bool = False) -> None:
+    def _write_table(self, data: pa.Table, row_kinds, *, fuse: bool = False, streamed: bool = False) -> None:
         table = conform(data, self._arrow_schema, self._schema.primary_keys, table_types=self._table_types)
         if table.num_rows == 0:
             return
+        if streamed:
+            # a chunk of a stream counts in the buffer while it is routed: it and its gathered
+            # copy (which the buffer keeps) are both alive until the routing ends
+            self._relieve_memory(reserve=2 * _buffered_bytes(table))
         kinds = row_kinds_of(table, row_kinds, self._options.rowkind_field)
         if not self._is_pk and np.any(kinds != 0):
             raise DataError("an append table only takes +I rows; use a primary-key table for updates and deletes")
@@ -284,7 +289,8 @@ class TableWrite:
                 return
         self._route(table, kinds, self._routing_pool() if table.num_rows >= _PARALLEL_ROUTING_ROWS else None,
                     fuse=fuse)
-        self._relieve_memory()
+        if not self._relieve_memory() and streamed:
+            self._release_unused()  # what routing the chunk freed: a chunk of a stream is one of many
 
     def _routing_pool(self) -> ThreadPoolExecutor:
         """The writer's two routing threads, made once: threads made per chunk cost their start
@@ -379,7 +385,8 @@ class TableWrite:
             self._files.check_open()
             values, bucket, rows = target
             part, part_kinds, sequence = self._gather(table, columns, kinds, keys, rows, first)
-            group = _Group(values, bucket, tables=[part], kinds=[part_kinds], sequences=[sequence], nbytes=part.nbytes)
+            group = _Group(values, bucket, tables=[part], kinds=[part_kinds], sequences=[sequence],
+                           nbytes=_buffered_bytes(part))
             if fuse:
                 with self._buffer_lock:
                     self._buffered += group.nbytes
@@ -458,11 +465,12 @@ class TableWrite:
         self._next_sequence[key] = first + count * self._stride
         return first
 
-    def _relieve_memory(self) -> None:
-        """Spill (or flush) the largest buckets until the buffer fits ``write-buffer-size``; then
-        hand the memory they held back to the system (Arrow's allocator keeps freed pages for a
-        while: measured 25-40 MB of peak RSS over a 5M-row stream with a 64 MB buffer)."""
-        limit = self._options.write_buffer_size
+    def _relieve_memory(self, *, reserve: int = 0) -> bool:
+        """Spill (or flush) the largest buckets until the buffer and ``reserve`` bytes (a chunk
+        about to be routed) fit ``write-buffer-size``; then hand the memory they held back to the
+        system (Arrow's allocator keeps freed pages for a while: measured 25-40 MB of peak RSS
+        over a 5M-row stream with a 64 MB buffer). Returns whether it spilled or flushed."""
+        limit = max(self._options.write_buffer_size - reserve, 0)
         relieved = False
         while self._buffered > limit and self._groups:
             group = max(self._groups.values(), key=lambda g: g.nbytes)
@@ -474,7 +482,26 @@ class TableWrite:
                 self._flush_group(group)
             relieved = True
         if relieved:
-            pa.default_memory_pool().release_unused()
+            self._release_unused()
+        return relieved
+
+    def _release_unused(self) -> None:
+        """Hand the pages Arrow's allocator keeps back to the system, in this thread and in the
+        routing threads: mimalloc keeps a heap per thread, and a buffer gathered by a routing
+        thread and freed by another goes back to the gathering thread's heap, which only that
+        thread can release (measured: 100-150 MB of peak RSS over a 10M-row stream)."""
+        pool = pa.default_memory_pool()
+        pool.release_unused()
+        if self._pool is None:
+            return
+        barrier = threading.Barrier(2)
+
+        def release() -> None:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait(timeout=1.0)  # both jobs at once: one on each routing thread
+            pool.release_unused()
+
+        wait([self._pool.submit(release) for _ in range(2)])
 
     # -- spilling ----------------------------------------------------------------------------
 
@@ -584,6 +611,7 @@ class TableWrite:
                                           prefix=self._options.data_file_prefix)
                 state.new_files += files
                 state.files += files
+                report_files(self._path, files)  # progress observers (core/write/progress.py)
             return
         memory = self._sorted_run(group)
         if group.spills:
@@ -598,6 +626,7 @@ class TableWrite:
             return
         state.new_files += files
         state.files += files
+        report_files(self._path, files)  # progress observers (core/write/progress.py)
         if self.compacts and self._compactor_of().sorted_runs(state.files) > self._options.num_sorted_run_stop_trigger:
             self._files.wait_for_stores()  # the compaction reads what was just written
             self._compact(group.partition, group.bucket, full=False)  # back-pressure: wait for compaction
@@ -629,13 +658,23 @@ class TableWrite:
         groups = list(self._groups.values())
         if not groups:
             return
-        if any(g.spills for g in groups) or 2 * self._buffered > self._options.write_buffer_size:
-            for group in groups:  # near the memory bound: one bucket at a time
-                self._flush_group(group)
+        if len(groups) == 1:
+            self._flush_group(groups[0])
+        elif any(g.spills for g in groups) or 2 * self._buffered > self._options.write_buffer_size:
+            # near the memory bound: two buckets at a time, each streamed to its files a row
+            # group at a time (what a bucket holds is already counted in the buffer)
+            self.run_jobs(self._routing_pool(), self._flush_group_releasing, groups)
         else:
-            with self._files.background_stores(), ThreadPoolExecutor(max_workers=2) as pool:
-                self.run_jobs(pool, self._flush_group, groups)
+            with self._files.background_stores():
+                self.run_jobs(self._routing_pool(), self._flush_group, groups)
         self._groups = {}
+        self._release_unused()
+
+    def _flush_group_releasing(self, group: _Group) -> None:
+        """Flush one bucket, then hand what this thread's allocator heap keeps back to the
+        system (its pages are reused by no other thread)."""
+        self._flush_group(group)
+        pa.default_memory_pool().release_unused()
 
     def run_jobs(self, pool: ThreadPoolExecutor, fn, *arguments: Sequence) -> list:
         """``fn`` over ``arguments`` (zipped) on ``pool``; the results in order, or the first
@@ -803,6 +842,12 @@ def _delete_files(file_io: FileIO, paths: Sequence[str]) -> int:
         return sum(map(delete, unique))
     with ThreadPoolExecutor(max_workers=8, thread_name_prefix="paimonflow-abort") as pool:
         return sum(pool.map(delete, unique))
+
+
+def _buffered_bytes(table: pa.Table) -> int:
+    """What rows of ``table`` take in the write buffer: their values, kind (1 byte) and sequence
+    number (8 bytes)."""
+    return table.nbytes + 9 * table.num_rows
 
 
 def _stable_key_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
