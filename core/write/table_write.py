@@ -140,13 +140,14 @@ class TableWrite:
     writes everything buffered and returns the messages (the writer can then be reused: it keeps
     what it knows of each bucket it wrote).
 
-    Memory: rows wait in a buffer bounded by ``write-buffer-size``. When it is full, the largest
-    bucket's rows are sorted, folded and spilled to local disk as a sorted run
-    (``write-buffer-spillable``, the default) or written as level-0 files; spilled runs are merged
-    k-way when the bucket is flushed. Writers that are not ``write-only`` then compact the buckets
-    they wrote (Paimon's universal compaction, or a full compaction with
-    ``full-compaction.delta-commits``), and wait for compaction during the write once a bucket
-    has ``num-sorted-run.stop-trigger`` sorted runs.
+    Memory: rows wait in a buffer bounded by ``write-buffer-size``, which counts their values,
+    kinds and sequence numbers and, while a chunk of a stream is routed, that chunk and its
+    gathered copy. When it is full, the largest bucket's rows are sorted, folded and spilled to
+    local disk as a sorted run (``write-buffer-spillable``, the default) or written as level-0
+    files; spilled runs are merged k-way when the bucket is flushed, one bucket at a time.
+    Writers that are not ``write-only`` then compact the buckets they wrote (Paimon's universal
+    compaction, or a full compaction with ``full-compaction.delta-commits``), and wait for
+    compaction during the write once a bucket has ``num-sorted-run.stop-trigger`` sorted runs.
 
     Interrupts: :meth:`abort` stops the writer between files and batches and deletes every file it
     wrote and did not hand out (``Table.write`` calls it on any failure before its commit lands).
@@ -219,11 +220,12 @@ class TableWrite:
         ``data`` is a pyarrow Table or RecordBatch, a pandas DataFrame or a polars DataFrame or
         LazyFrame (each validated whole: on error nothing of it is buffered), or an iterable /
         RecordBatchReader of batches (streamed: batches are validated and buffered in chunks of
-        at most :attr:`chunk_bytes`, so memory stays bounded by the write buffer and a quarter of
-        it). Columns are converted to the table's types only where nothing is lost
-        (:mod:`paimonflow.core.data.conversion`). Raises SchemaError (wrong, missing or extra
-        columns; types the table refuses; values that do not fit) or DataError (null in a NOT
-        NULL or primary-key column, unknown row kind, retractions into an append table).
+        at most :attr:`chunk_bytes`, each counted in the write buffer while it is routed, so
+        memory stays bounded by the write buffer). Columns are converted to the table's types
+        only where nothing is lost (:mod:`paimonflow.core.data.conversion`). Raises SchemaError
+        (wrong, missing or extra columns; types the table refuses; values that do not fit) or
+        DataError (null in a NOT NULL or primary-key column, unknown row kind, retractions into
+        an append table).
         """
         self._write(data, row_kinds, fuse=False)
 
@@ -289,8 +291,7 @@ class TableWrite:
                 return
         self._route(table, kinds, self._routing_pool() if table.num_rows >= _PARALLEL_ROUTING_ROWS else None,
                     fuse=fuse)
-        if not self._relieve_memory() and streamed:
-            self._release_unused()  # what routing the chunk freed: a chunk of a stream is one of many
+        self._relieve_memory()
 
     def _routing_pool(self) -> ThreadPoolExecutor:
         """The writer's two routing threads, made once: threads made per chunk cost their start
@@ -314,8 +315,12 @@ class TableWrite:
         if self._bucket > 0:
             buckets = hashing.result() if hashing is not None else bucket_ids(hash_columns, self._bucket)
             # one stable sort by (partition, bucket): the rows of each stay ascending
-            slots, rows_of_slots = rows_by_code(codes * self._bucket + buckets, len(partitions) * self._bucket,
-                                                pool=pool)
+            if codes.dtype == np.int64 and codes.flags.writeable:  # the codes are ours: no 10M-row temporaries
+                codes *= self._bucket
+                codes += buckets
+            else:
+                codes = codes * self._bucket + buckets
+            slots, rows_of_slots = rows_by_code(codes, len(partitions) * self._bucket, pool=pool)
             for slot, rows in zip(slots, rows_of_slots, strict=True):
                 targets.append((partitions[slot // self._bucket], slot % self._bucket, rows))
         else:
@@ -465,11 +470,11 @@ class TableWrite:
         self._next_sequence[key] = first + count * self._stride
         return first
 
-    def _relieve_memory(self, *, reserve: int = 0) -> bool:
+    def _relieve_memory(self, *, reserve: int = 0) -> None:
         """Spill (or flush) the largest buckets until the buffer and ``reserve`` bytes (a chunk
         about to be routed) fit ``write-buffer-size``; then hand the memory they held back to the
         system (Arrow's allocator keeps freed pages for a while: measured 25-40 MB of peak RSS
-        over a 5M-row stream with a 64 MB buffer). Returns whether it spilled or flushed."""
+        over a 5M-row stream with a 64 MB buffer)."""
         limit = max(self._options.write_buffer_size - reserve, 0)
         relieved = False
         while self._buffered > limit and self._groups:
@@ -483,13 +488,13 @@ class TableWrite:
             relieved = True
         if relieved:
             self._release_unused()
-        return relieved
 
     def _release_unused(self) -> None:
         """Hand the pages Arrow's allocator keeps back to the system, in this thread and in the
         routing threads: mimalloc keeps a heap per thread, and a buffer gathered by a routing
         thread and freed by another goes back to the gathering thread's heap, which only that
-        thread can release (measured: 100-150 MB of peak RSS over a 10M-row stream)."""
+        thread can release (freed pages mimalloc kept were 100-200 MB of a 10M-row stream's
+        peak RSS: BENCHMARKS.md, "10M-row write and read")."""
         pool = pa.default_memory_pool()
         pool.release_unused()
         if self._pool is None:
@@ -661,20 +666,17 @@ class TableWrite:
         if len(groups) == 1:
             self._flush_group(groups[0])
         elif any(g.spills for g in groups) or 2 * self._buffered > self._options.write_buffer_size:
-            # near the memory bound: two buckets at a time, each streamed to its files a row
-            # group at a time (what a bucket holds is already counted in the buffer)
-            self.run_jobs(self._routing_pool(), self._flush_group_releasing, groups)
+            # near the memory bound: one bucket at a time, streamed to its files a row group at a
+            # time, each bucket's freed pages handed back before the next (two at a time, on two
+            # threads, measured +50 MB of peak RSS over a 10M-row stream: 590 MB against 540)
+            for group in groups:
+                self._flush_group(group)
+                pa.default_memory_pool().release_unused()
         else:
             with self._files.background_stores():
                 self.run_jobs(self._routing_pool(), self._flush_group, groups)
         self._groups = {}
         self._release_unused()
-
-    def _flush_group_releasing(self, group: _Group) -> None:
-        """Flush one bucket, then hand what this thread's allocator heap keeps back to the
-        system (its pages are reused by no other thread)."""
-        self._flush_group(group)
-        pa.default_memory_pool().release_unused()
 
     def run_jobs(self, pool: ThreadPoolExecutor, fn, *arguments: Sequence) -> list:
         """``fn`` over ``arguments`` (zipped) on ``pool``; the results in order, or the first
