@@ -41,6 +41,19 @@ SCHEMA = pa.schema([("id", pa.int64(), False), ("dt", pa.string(), False), ("v",
 OPTIONS = {"bucket": "8", "target-file-size": "256 kb"}  # hundreds of files per write
 
 
+@pytest.fixture(autouse=True)
+def _python_signal_handlers():
+    """Python's own handlers, as a fresh interpreter has them: earlier tests in the same process
+    may have left others (PySpark's SparkContext installs its own SIGINT handler)."""
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    for signum, handler in previous.items():
+        if handler is not None:
+            signal.signal(signum, handler)
+
+
 @pytest.fixture(scope="module")
 def source(tmp_path_factory) -> Path:
     """A Parquet file of ROWS rows over four partitions."""
