@@ -84,12 +84,24 @@ def _held_here() -> set[str]:
     return held
 
 
+def _make_turns_directory(directory: str) -> None:
+    """The shared directory of turn files, made like ``/tmp``: every user may add files, only a
+    file's owner may remove it (a holder that cannot remove its file leaves it for the next)."""
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        return
+    os.chmod(directory, 0o1777)  # (not through mkdir's mode, which the umask narrows)
+
+
 def _acquire(path: str, deadline: float) -> int | None:
     """An open descriptor of ``path`` holding its exclusive lock, or None."""
     while True:
         try:
-            os.makedirs(os.path.dirname(path), mode=0o777, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            _make_turns_directory(os.path.dirname(path))
+            # read-only is enough for flock, and lets one user lock a file another user made;
+            # never through a symlink someone put in the shared directory
+            fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError:
             return None
         locked = current = None

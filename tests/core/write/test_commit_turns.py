@@ -93,3 +93,48 @@ def test_turns_can_be_switched_off_for_a_writer(tmp_path, monkeypatch):
     with commit_turn(LocalFileIO(), str(tmp_path / "t"), "main", wait_seconds=1) as taken:
         assert taken is False
     assert not os.path.exists(turn_file(str(tmp_path / "t"), "main"))
+
+
+def _take_as_nobody(turns_parent: str, table: str, wait_seconds: float, result) -> None:
+    import tempfile
+    os.setgid(65534)
+    os.setuid(65534)
+    tempfile.tempdir = turns_parent
+    started = time.monotonic()
+    with commit_turn(LocalFileIO(), table, "main", wait_seconds=wait_seconds) as taken:
+        result.put((taken, time.monotonic() - started))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run a second user's process")
+def test_users_share_the_turns_directory_like_tmp(tmp_path, monkeypatch):
+    """The turns directory is made sticky and writable by all (as ``/tmp``), and a lock file one
+    user made is waited on by another (opened read-only: ``flock`` needs no write access)."""
+    import shutil
+    import tempfile
+    parent = tempfile.mkdtemp(prefix="turns-users-")  # (tmp_path's parents are root's alone)
+    os.chmod(parent, 0o755)
+    monkeypatch.setattr(tempfile, "tempdir", parent)
+    try:
+        _share_turns(parent, str(tmp_path / "t"))
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def _share_turns(parent: str, table: str) -> None:
+    import stat
+    with commit_turn(LocalFileIO(), table, "main", wait_seconds=5) as taken:
+        assert taken
+        mode = os.stat(os.path.dirname(turn_file(table, "main"))).st_mode
+        assert stat.S_IMODE(mode) == 0o1777
+        ctx = multiprocessing.get_context("spawn")
+        result = ctx.Queue()
+        child = ctx.Process(target=_take_as_nobody, args=(parent, table, 0.3, result))
+        child.start()
+        taken_by_nobody, waited = result.get(timeout=60)
+        child.join(10)
+    assert taken_by_nobody is False and waited >= 0.3  # it waited on root's file, then went ahead
+    child = ctx.Process(target=_take_as_nobody, args=(parent, table, 5, result))
+    child.start()
+    taken_by_nobody, _ = result.get(timeout=60)
+    child.join(10)
+    assert taken_by_nobody is True and child.exitcode == 0
