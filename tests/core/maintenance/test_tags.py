@@ -129,3 +129,30 @@ def test_rollback_to_an_expired_tag_leaves_no_orphans(table):
     table.rollback(tag="two")
     assert table.remove_orphan_files(older_than_millis=0, dry_run=True).orphans == ()
     assert state(table) == state(table, tag="two")
+
+
+def test_ttl_expiry_reads_a_replaced_tag_again_before_deleting_it(table):
+    """The time-to-live expiry keeps what it read of unchanged tag files (``TagManager.retention``).
+    A tag replaced behind that cache's back (same size, its file's and the directory's times put
+    back) is read again before it is deleted: a longer time-to-live keeps it; and a replacement
+    that changes the file's time is seen by the next expiry."""
+    clock = [1_800_000_000.0]
+    from paimonflow.core.maintenance.tags import Tags
+
+    tags = Tags(table, clock=lambda: clock[0])
+    tags.create("short", time_retained="1 h")
+    path = table.tag_manager.tag_path("short")
+    directory = os.path.dirname(path)
+    assert tags.expire() == []  # read once: now cached as "1 h"
+    stamps = os.stat(path), os.stat(directory)
+    tags.replace("short", time_retained="2 h")  # the same JSON length: 3600.0 -> 7200.0
+    os.utime(path, ns=(stamps[0].st_atime_ns, stamps[0].st_mtime_ns))
+    os.utime(directory, ns=(stamps[1].st_atime_ns, stamps[1].st_mtime_ns))
+    assert os.stat(path).st_size == stamps[0].st_size
+    clock[0] += 5400  # past the old 1 h, within the new 2 h
+    assert tags.expire() == [] and "short" in tags.list()
+    tags.replace("short", time_retained="1 h")
+    later = stamps[0].st_mtime_ns + 5_000_000_000
+    os.utime(path, ns=(later, later))
+    clock[0] += 3700  # past the replacement's 1 h
+    assert tags.expire() == ["short"] and "short" not in tags.list()
