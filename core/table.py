@@ -257,10 +257,7 @@ class Table:
                             kinds: Sequence[CommitKind] = (CommitKind.APPEND, CommitKind.OVERWRITE)) -> bool:
         """True only when storage shows no such commit after snapshot ``after`` (a failed lookup
         is not knowing: False). Only then may a failed writer delete the files of its messages."""
-        try:
-            return self.committed_snapshot(commit_user, commit_identifier, after=after, kinds=kinds) is None
-        except Exception:
-            return False
+        return self.snapshot_manager.known_not_committed(commit_user, commit_identifier, tuple(kinds), after=after)
 
     def delta_stats(self, snapshot_id: int):
         """Rows, files and bytes snapshot ``snapshot_id``'s commit added and deleted

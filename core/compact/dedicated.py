@@ -231,7 +231,8 @@ def _commit_compaction(table: TableOps, committer, messages: list[CommitMessage]
     except CommitOutcomeUnknownError:
         raise  # the snapshot may reference the new files: never delete them
     except BaseException as exc:  # an interrupt included: it may have come after the snapshot landed
-        if compaction_known_not_committed(table, committer.commit_user, identifier, before):
+        if table.snapshot_manager.known_not_committed(committer.commit_user, identifier, (CommitKind.COMPACT,),
+                                                      after=before):
             # not committed; upgraded files are the old files themselves and must stay
             rewritten = [replace_files(m, {f.file_name for f in m.deleted_files}) for m in messages]
             table.manifest_io.delete_data_files(rewritten)
@@ -246,14 +247,6 @@ def _commit_compaction(table: TableOps, committer, messages: list[CommitMessage]
         rows_written=sum(f.row_count for f in written), output_level=output_level, notes=result.notes,
         replaced_publishes=result.replaced_publishes,
     )
-
-
-def compaction_known_not_committed(table: TableOps, commit_user: str, identifier: int, before: int) -> bool:
-    """No COMPACT snapshot of this identity after ``before`` (a failed lookup is not knowing)."""
-    try:
-        return table.snapshot_manager.find_by_commit(commit_user, identifier, CommitKind.COMPACT, before + 1) is None
-    except Exception:
-        return False
 
 
 def replace_files(message: CommitMessage, keep: set[str]) -> CommitMessage:

@@ -41,7 +41,7 @@ from ..read.scan import Split
 from ..write.commit import BATCH_COMMIT_IDENTIFIER
 from ..write.messages import CommitMessage
 from ..write.signals import signals_deferred
-from .dedicated import CompactionResult, compaction_known_not_committed, replace_files
+from .dedicated import CompactionResult, replace_files
 
 if TYPE_CHECKING:
     from ..maintenance.context import TableOps
@@ -251,7 +251,8 @@ def commit_postpone_compaction(table: TableOps, plan: PostponeCompactionPlan,
     except CommitOutcomeUnknownError:
         raise
     except BaseException as exc:  # an interrupt included: delete only what storage shows did not land
-        if compaction_known_not_committed(table, committer.commit_user, plan.commit_identifier, before):
+        if table.snapshot_manager.known_not_committed(committer.commit_user, plan.commit_identifier,
+                                                      (CommitKind.COMPACT,), after=before):
             rewritten = [replace_files(m, {f.file_name for f in m.deleted_files}) for m in batch]
             table.manifest_io.delete_data_files(rewritten)
             note_files_removed(exc, sum(len(m.all_written_files()) for m in rewritten))

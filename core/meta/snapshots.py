@@ -297,6 +297,22 @@ class SnapshotManager:
                 hi = mid - 1
         return best
 
+    def known_not_committed(self, commit_user: str, commit_identifier: int, kinds: tuple[CommitKind, ...],
+                            *, after: int) -> bool:
+        """True only when storage shows no snapshot of ``kinds`` by this commit identity after
+        snapshot ``after`` (a failed look-up is not knowing: False). Only then may a writer whose
+        commit failed or was interrupted delete the files it wrote for it."""
+        try:
+            latest = self.latest_id() or 0
+            for sid in range(after + 1, latest + 1):
+                snap = self.try_snapshot(sid)
+                if snap is not None and snap.commit_user == commit_user \
+                        and snap.commit_identifier == commit_identifier and snap.commit_kind in kinds:
+                    return False
+            return True
+        except Exception:
+            return False
+
     def find_by_commit(self, commit_user: str, commit_identifier: int, kind: CommitKind, from_id: int) -> Snapshot | None:
         latest = self.latest_id()
         if latest is None:
@@ -398,7 +414,7 @@ class SnapshotManager:
         prefix, deadline = f".{SNAPSHOT_PREFIX}{snapshot.id}.", time.monotonic() + RENAME_WAIT_SECONDS
         while time.monotonic() < deadline:
             now = time.time() * 1000
-            pending = [s for s in self.file_io.list_files(self.directory, prefix)
+            pending = [s for s in self.file_io.list_hidden(self.directory, prefix)
                        if s.path.endswith(".tmp") and now - s.modification_time_millis < STALE_TEMP_MILLIS]
             if not pending:
                 break

@@ -312,9 +312,9 @@ class TableCommit:
                          "dropped: %s", identifier, first.snapshot_id, exc)
             return dataclasses.replace(first, notes=(f"compaction dropped: {exc}",))
         except BaseException:  # an interrupt: the COMPACT snapshot may have landed just before it
-            with contextlib.suppress(Exception):
-                after = first.snapshot_id if first.snapshot_id is not None else 0
-                if self._snapshots.find_by_commit(self.commit_user, identifier, CommitKind.COMPACT, after + 1) is None:
+            after = first.snapshot_id if first.snapshot_id is not None else 0
+            if self._snapshots.known_not_committed(self.commit_user, identifier, (CommitKind.COMPACT,), after=after):
+                with contextlib.suppress(Exception):
                     self._manifests.delete_data_files(compacts)  # certainly not committed
             raise
         if second.snapshot_id is None:
