@@ -103,6 +103,11 @@ class FileIO(Protocol):
         empty if there are none. Costs what the names cost, not a status per child (local disk:
         one ``listdir``; object stores: a prefix listing)."""
 
+    def list_hidden(self, path: str, prefix: str) -> list[FileStatus]:
+        """:meth:`list_files` for a ``prefix`` starting with ``.`` (temp files). Its cost does not
+        grow with the other names where the store allows it (object stores: a prefix listing; a
+        local disk followed by ``inotify``: ``dir_watch.py``); otherwise it is :meth:`list_files`."""
+
     def delete(self, path: str, *, recursive: bool = False) -> bool:
         """Delete a file (or a directory tree with ``recursive``). False if nothing was there.
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from ..errors import FileNotFoundStorageError, StorageError
 from .base import FileStatus, join
+from .dir_watch import hidden_names
 
 if TYPE_CHECKING:
     import pyarrow.fs
@@ -138,6 +139,21 @@ class LocalFileIO:
     def list_files(self, path: str, prefix: str) -> list[FileStatus]:
         return sorted((_status(join(path, name), st) for name, st in _children(path, prefix)
                        if not stat.S_ISDIR(st.st_mode)), key=lambda s: s.path)
+
+    def list_hidden(self, path: str, prefix: str) -> list[FileStatus]:
+        names = hidden_names(local_path(path)) if prefix.startswith(".") else None
+        if names is None:
+            return self.list_files(path, prefix)
+        target, out = local_path(path), []
+        for name in names:
+            if name.startswith(prefix):
+                try:
+                    st = os.stat(os.path.join(target, name))
+                except FileNotFoundError:
+                    continue  # removed since its event was read
+                if not stat.S_ISDIR(st.st_mode):
+                    out.append(_status(join(path, name), st))
+        return sorted(out, key=lambda s: s.path)
 
     # -- writing -------------------------------------------------------------------------------
 

@@ -303,6 +303,9 @@ class S3FileIO:
 
     # -- writing -------------------------------------------------------------------------------
 
+
+    def list_hidden(self, path: str, prefix: str) -> list[FileStatus]:
+        return self.list_files(path, prefix)  # a prefix listing: only the matching keys
     def write_bytes(self, path: str, data: bytes) -> None:
         bucket, key = split_uri(path)
         with self._translate("write", path):

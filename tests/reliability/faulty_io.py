@@ -154,6 +154,9 @@ class FaultyFileIO:
     def list_files(self, path: str, prefix: str) -> list[FileStatus]:
         return self._run(READ, "list_files", path, lambda: self.inner.list_files(path, prefix))
 
+    def list_hidden(self, path: str, prefix: str) -> list[FileStatus]:
+        return self._run(READ, "list_hidden", path, lambda: self.inner.list_hidden(path, prefix))
+
     def write_bytes(self, path: str, data: bytes) -> None:
         return self._run(WRITE, "write_bytes", path, lambda: self.inner.write_bytes(path, data))
 

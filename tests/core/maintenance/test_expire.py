@@ -264,9 +264,10 @@ def test_a_commit_with_nothing_to_expire_neither_lists_the_snapshots_nor_writes_
     """Post-commit expiry under default options (keep an hour) on a table with a long history:
     it decides from the hints and a snapshot file, without listing ``snapshot/`` (on a local disk
     even a prefix listing reads every name) and without writing a marker, so a commit costs the
-    same at 1 and 10,000 retained snapshots. The one listing left per commit is the publish's
-    look for another writer's pending rename onto its snapshot; tag expiry by time-to-live reads
-    no tag file and lists no tag directory that has not changed."""
+    same at 1 and 10,000 retained snapshots. The publish's look for another writer's pending
+    rename onto its snapshot follows the directory's changes (``fs/dir_watch.py``) instead of
+    reading its names; tag expiry by time-to-live reads no tag file and lists no tag directory that
+    has not changed."""
     from paimonflow.core.fs.local import LocalFileIO
 
     t = catalog.create_table("db.long", pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())]),
@@ -287,6 +288,13 @@ def test_a_commit_with_nothing_to_expire_neither_lists_the_snapshots_nor_writes_
     monkeypatch.setattr(LocalFileIO, "list_dir", lambda self, path: listed.append((path, "*")) or real_dir(self, path))
     monkeypatch.setattr(LocalFileIO, "list_files",
                         lambda self, path, prefix: listed.append((path, prefix)) or real_files(self, path, prefix))
+    looked: list[tuple[str, str]] = []
+    real_hidden = LocalFileIO.list_hidden
+    monkeypatch.setattr(LocalFileIO, "list_hidden",
+                        lambda self, path, prefix: looked.append((path, prefix)) or real_hidden(self, path, prefix))
+    names_read: list[str] = []
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda path=".": names_read.append(os.fspath(path)) or real_listdir(path))
     monkeypatch.setattr(LocalFileIO, "write_bytes",
                         lambda self, path, data: written.append(path) or real_write(self, path, data))
     table = catalog.get_table("db.long")
@@ -295,8 +303,12 @@ def test_a_commit_with_nothing_to_expire_neither_lists_the_snapshots_nor_writes_
         assert table.write(rows([100 + i], "new")).snapshot_id is not None  # post-commit maintenance runs
     after = table.snapshot_manager.latest_id()
     snapshot_dir = f"{table.path}/snapshot"
-    of_snapshots = [p for p in listed if p[0].rstrip("/") == snapshot_dir]
-    assert [prefix for _, prefix in of_snapshots] == [f".snapshot-{sid}." for sid in range(before + 1, after + 1)]
+    # the publish's look for a pending rename, once per snapshot, follows the directory's changes:
+    # no listing of its names (on an object store it is a prefix listing)
+    assert [prefix for path, prefix in looked if path.rstrip("/") == snapshot_dir] == \
+        [f".snapshot-{sid}." for sid in range(before + 1, after + 1)]
+    assert not [p for p in listed if p[0].rstrip("/") == snapshot_dir]
+    assert not [p for p in names_read if p.rstrip("/") == snapshot_dir]
     assert not [p for p in written if "/snapshot/EXPIRING-" in p]
     assert not [p for p in listed if p[0].rstrip("/") == f"{table.path}/tag"]
     assert not [p for p in read if "/tag/" in p]
