@@ -136,7 +136,7 @@ class Table:
 
     def new_write(self, *, spill_dir: str | None = None, overwrite: bool = False, sequence_stride: int = 1,
                   sequence_offset: int = 0, compact: bool = True, commit_user: str | None = None,
-                  postpone_buckets: int | None = None) -> TableWrite:
+                  postpone_buckets: int | None = None, file_token: str | None = None) -> TableWrite:
         """A writer producing commit messages (for distributed writers: one per task).
 
         It starts from the latest snapshot: sequence numbers continue there, and a writer that
@@ -150,6 +150,8 @@ class Table:
         and never compacts; ``commit_user`` (the committer's) names its files as Paimon's.
         ``postpone_buckets`` makes instead a writer of that many real buckets of a postpone-bucket
         table, that compacts (the postpone compaction's: :mod:`paimonflow.core.compact.postpone`).
+        ``file_token`` (16 hex digits) marks every file name of the writer as one of a job's
+        (:mod:`paimonflow.core.write.writer_token`), so its driver can find them without messages.
         """
         from .write.postpone import is_postpone, real_bucket_options
 
@@ -165,7 +167,7 @@ class Table:
         return TableWrite(file_io=self.file_io, table_path=self.path, schema=self.schema, options=options,
                           start=start, compactor_factory=start.compactor if compacting else None,
                           spill_dir=spill_dir, sequence_stride=sequence_stride, sequence_offset=sequence_offset,
-                          commit_user=commit_user)
+                          commit_user=commit_user, file_token=file_token)
 
     def new_commit(self, commit_user: str | None = None, *, clock: Callable[[], float] | None = None) -> TableCommit:
         """A committer for messages of :meth:`new_write` (one per job, on the driver).

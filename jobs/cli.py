@@ -158,8 +158,7 @@ def _interrupted_message(stop: KeyboardInterrupt) -> str:
     if stop.committed_snapshot is not None:  # held back during the commit (signals_deferred), which landed
         return f"interrupted by {stop.signal_name} after the commit: snapshot {stop.committed_snapshot} is committed"
     return (f"interrupted by {stop.signal_name}; the job's Spark work was cancelled and the "
-            f"{stop.files_removed} uncommitted files it had collected were removed (files of tasks still running "
-            "when their executors stopped are orphans for remove-orphan-files)")
+            f"{stop.files_removed} uncommitted files its tasks had written were removed")
 
 
 def _terminated(signum, frame) -> None:

@@ -14,6 +14,7 @@ and commits once (the first attempt's files are orphans for ``remove-orphan-file
 from __future__ import annotations
 
 import contextlib
+import logging
 import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,16 +33,19 @@ from paimonflow.core.faults import crash_point
 from paimonflow.core.write.commit import BATCH_COMMIT_IDENTIFIER
 from paimonflow.core.write.conform import chunks
 from paimonflow.core.write.signals import signals_deferred
+from paimonflow.core.write.writer_token import files_of_token, new_token
 
 from .executor import executor_identity
 from .location import TableLocation
 from .result import JobResult, Stopwatch
+from .session import stop_tagged_tasks, tagged
 from .spark_errors import is_malformed_record
 from .spark_info import default_parallelism
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+_log = logging.getLogger(__name__)
 BUCKET_COLUMN = "__paimonflow_bucket"
 # writer tasks per task slot of the session (by default): buckets hash unevenly onto tasks, and
 # more tasks than slots even out the load (measured on local[2], 80 buckets: 3 tasks as adaptive
@@ -191,14 +195,31 @@ def _after_failed_commit(table, commit_user: str, identifier: int, before: int, 
                 exc.outcome_known, exc.committed_snapshot = True, found.id
 
 
+def _remove_task_files(spark, table, tag: str | None, token: str, exc: BaseException) -> None:
+    """After the writer tasks' stage failed or the driver was interrupted while it collected their
+    messages: stop the tasks still running, wait until none runs, and delete every file a task of
+    this job wrote (found by the job's token; nothing committed them). A failure to clean up leaves
+    orphans for ``remove-orphan-files`` and never hides the job's own error."""
+    try:
+        if tag is not None:
+            stop_tagged_tasks(spark, tag)
+        found = files_of_token(table, token)
+        for path in found:
+            table.file_io.delete(path)
+        note_files_removed(exc, len(found))
+    except Exception as failed:  # best effort: the job's own error is the one to report
+        _log.warning("the files of the interrupted or failed writer tasks were not all removed (orphans for "
+                     "remove-orphan-files): %s", failed)
+
+
 def _writer_task(location: TableLocation, overwrite: bool, row_kind_column: str | None,
-                 commit_user: str | None = None):
+                 commit_user: str | None = None, file_token: str | None = None):
     """mapInArrow function: write this task's rows (it owns their buckets); yield its pickled
-    commit messages."""
+    commit messages. Its file names carry the job's ``file_token`` (``core/write/writer_token.py``)."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         messages = write_batches(location.open(), batches, row_kind_column=row_kind_column, drop=[BUCKET_COLUMN],
-                                 overwrite=overwrite, commit_user=commit_user)
+                                 overwrite=overwrite, commit_user=commit_user, file_token=file_token)
         yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(messages)], "executor": [executor_identity()]},
                                          schema=pa.schema([("payload", pa.binary()), ("executor", pa.string())]))
 
@@ -253,12 +274,17 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
         shuffled = with_buckets.coalesce(1) if cross or not partitions else by(*partitions)
     else:
         shuffled = by(*partitions, BUCKET_COLUMN)
+    token, tag = new_token(), None
     try:
-        payloads = shuffled.mapInArrow(_writer_task(location, overwrite is not None, row_kind_column,
-                                                    committer.commit_user),
-                                       PAYLOAD_SCHEMA).collect()
-    except Exception as exc:
-        if isinstance(source, WriteSource) and source.path and source.format == "csv" and is_malformed_record(exc):
+        with tagged(spark, "paimonflow-write-tasks") as tag:
+            payloads = shuffled.mapInArrow(_writer_task(location, overwrite is not None, row_kind_column,
+                                                        committer.commit_user, token),
+                                           PAYLOAD_SCHEMA).collect()
+    except BaseException as exc:  # the job failed or was interrupted before its files were known
+        with signals_deferred():
+            _remove_task_files(spark, table, tag, token, exc)
+        if isinstance(exc, Exception) and isinstance(source, WriteSource) and source.path \
+                and source.format == "csv" and is_malformed_record(exc):
             _refuse_malformed_csv(spark, source, read_schema, table)
         raise
     messages: list = []

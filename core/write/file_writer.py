@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
@@ -25,6 +24,7 @@ from ..meta.manifest import DataFileMeta, SimpleStats
 from ..meta.schema import TableSchema
 from ..options.core import CoreOptions
 from .messages import FILE_SOURCE_APPEND
+from .writer_token import writer_id
 
 
 class DataFileWriter:
@@ -35,7 +35,8 @@ class DataFileWriter:
     directory or an external path) before storing it: :meth:`take_written` hands them out, to be
     deleted when no commit will reference them. After :meth:`cancel` no file is started."""
 
-    def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions) -> None:
+    def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
+                 file_token: str | None = None) -> None:
         self.file_io, self.options = file_io, options
         self._path, self._schema = table_path, schema
         self.arrow_schema = schema.arrow_schema()
@@ -43,7 +44,7 @@ class DataFileWriter:
         self.partition_keys = list(schema.partition_keys)
         self._is_pk = bool(schema.primary_keys)
         self._counter, self._lock = 0, threading.Lock()
-        self._writer_id = str(uuid.uuid4())
+        self._writer_id = writer_id(file_token)  # (a job's token begins it: writer_token.py)
         self._external = ExternalPaths.of(options.raw)  # None: new files go to their bucket directory
         self._store_pool: ThreadPoolExecutor | None = None
         self._stores: list[Future] = []

@@ -156,7 +156,8 @@ class TableWrite:
     def __init__(self, *, file_io: FileIO, table_path: str, schema: TableSchema, options: CoreOptions,
                  start: WriteStart | None = None, compactor_factory=None, spill_dir: str | None = None,
                  next_sequence: dict[tuple[tuple[object, ...], int], int] | None = None,
-                 sequence_stride: int = 1, sequence_offset: int = 0, commit_user: str | None = None) -> None:
+                 sequence_stride: int = 1, sequence_offset: int = 0, commit_user: str | None = None,
+                 file_token: str | None = None) -> None:
         options.require_supported_for_write()
         # a postpone-bucket table: rows go unsorted to bucket -2 (core/write/postpone.py)
         self._postpone = is_postpone(options)
@@ -170,7 +171,8 @@ class TableWrite:
         # n numbers its rows base + p, base + p + n, ...; no two tasks ever share a number.
         self._stride, self._offset = sequence_stride, sequence_offset
         self._file_io, self._path, self._schema, self._options = file_io, table_path, schema, options
-        self._files = DataFileWriter(file_io=file_io, table_path=table_path, schema=schema, options=options)
+        self._files = DataFileWriter(file_io=file_io, table_path=table_path, schema=schema, options=options,
+                                     file_token=file_token)
         self._arrow_schema, self._pk = self._files.arrow_schema, self._files.primary_keys
         self._table_types = field_types(schema.fields)  # Paimon's names of the column types, for errors
         self._partition_keys = self._files.partition_keys

@@ -378,6 +378,44 @@ def test_spark_driver_stopped_by_sigterm_leaves_no_file(moment, source, tmp_path
     print(f"spark driver, SIGTERM {moment}: {line['message']}; files left {len(left)}")
     assert not left and not missing, (sorted(left)[:3], sorted(missing)[:3])
     if moment == "before-commit":
-        assert table.snapshot_manager.latest_id() is None and "files it had collected were removed" in line["message"]
+        assert table.snapshot_manager.latest_id() is None and "files its tasks had written were removed" in line["message"]
     else:
         assert "is committed" in line["message"] and table.read().num_rows == 20_000
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("seed", [1, 2])
+def test_spark_driver_stopped_by_sigterm_while_its_tasks_write_leaves_no_file(seed, source, tmp_path, reliability):
+    """``python -m paimonflow.jobs write`` (local Spark, 2 slots, 16 writer tasks in waves) sent
+    SIGTERM at a random moment once its tasks have started writing files: the tasks that finished
+    already handed their files to the driver only through the result it was collecting. The
+    driver cancels the running tasks (which delete their own files), waits for them to end and
+    deletes the finished tasks' files: exit 143, one JSON line, no snapshot, no file left."""
+    pytest.importorskip("pyspark")
+    table = new_table(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "paimonflow.jobs", "write", "-w", str(tmp_path / "wh"), "-t", "db.t",
+                             "--path", str(source), "--parallelism", "16", "--master", "local[2]",
+                             "--conf", "spark.ui.enabled=false"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    table_dir = Path(table.path)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None and not any(table_dir.glob("dt=*/bucket-*/data-*")):
+        time.sleep(0.02)
+    time.sleep(random.Random(seed).uniform(0.0, 3.0))  # some tasks finished, others still writing
+    sent_at = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=180)
+    took = time.monotonic() - sent_at
+    if proc.returncode == 0:  # the job ended before the signal: nothing to check but the commit
+        assert table.refresh().read().num_rows == ROWS
+        return
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    line = json.loads(stderr.strip().splitlines()[-1])
+    assert line["error"] == "JobInterrupted" and "SIGTERM" in line["message"], line
+    missing, left = missing_referenced(table), unreferenced(table)
+    reliability.record(signals_sent=1, files_left=len(left), referenced_files_missing=len(missing))
+    print(f"spark driver, SIGTERM while tasks write (seed {seed}): {line['message']}; exit after {took:.1f} s; "
+          f"files left {len(left)}")
+    assert not left and not missing, (len(left), sorted(left)[:3], sorted(missing)[:3])
+    assert table.snapshot_manager.latest_id() is None

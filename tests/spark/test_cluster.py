@@ -223,3 +223,79 @@ def test_a_job_submitted_to_the_cluster_on_a_table_it_cannot_change_is_refused_i
         assert error["error"] == "UnsupportedFeatureError", error
         assert feature in error["message"] and f"for {operation}" in error["message"], error
     assert tree(Path(t.path)) == before
+
+
+@pytest.mark.timeout(900)
+def test_a_write_driver_stopped_while_executors_write_removes_every_file_they_wrote(spark_cluster, tmp_path):
+    """Issue 37: SIGTERM to the Python driver of a write submitted to the cluster (as a scheduler
+    stopping its task does) while the executors' tasks write files: the driver interrupts them,
+    waits until none runs and deletes every file they wrote, finished tasks' included (their
+    messages never reached it); spark-submit exits 143 with the driver's one JSON line; no file is
+    left and nothing is committed."""
+    import psutil
+    import pyarrow.parquet as pq
+
+    from tests.spark.cluster import BIN, SUBMIT_CONF, spark_env
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    table = catalog.create_table("db.t", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                 options={"bucket": "8", "target-file-size": "256 kb"})
+    n = 600_000
+    source = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"id": pa.array(range(n), pa.int64()), "v": [f"v{i}" for i in range(n)],
+                             "dt": ["2026-11-21" if i % 2 else "2026-11-22" for i in range(n)]}), source)
+    location = TableLocation(str(tmp_path / "wh"), "db.t")
+    command = submit_command("write", location, {"path": str(source), "parallelism": 12}, result_file=None)
+    argv = command.argv(spark_submit=os.path.join(BIN, "spark-submit"), master=spark_cluster.url, conf=SUBMIT_CONF,
+                        name="write-driver-stopped")
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=spark_env(**command.env))
+    table_dir = tmp_path / "wh" / "db.db" / "t"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not any(table_dir.glob("dt=*/bucket-*/data-*")):
+        time.sleep(0.02)
+    time.sleep(1.0)  # some tasks done, others writing
+    drivers = [p for p in psutil.Process(proc.pid).children(recursive=True)
+               if "python" in p.name() and "write" in p.cmdline()]
+    assert drivers, "no Python driver under spark-submit"
+    drivers[0].send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=300)
+    if proc.returncode == 0:
+        pytest.fail("the write ended before the signal reached its driver: make the input larger")
+    assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+    # spark-submit hands the Python driver's stderr on through its own stdout
+    line = json.loads(next(x for x in reversed(stdout.strip().splitlines()) if x.startswith('{"job"')))
+    assert line["error"] == "JobInterrupted" and "files its tasks had written were removed" in line["message"], line
+    removed = int(line["message"].split(" uncommitted files")[0].rsplit(" ", 1)[-1])
+    app = spark_cluster.application("write-driver-stopped")
+    assert spark_cluster.executors_of(app["id"])  # the tasks ran on the workers' executors
+    left = [p for p in table_dir.rglob("*") if p.is_file() and "bucket-" in str(p.parent)]
+    assert removed > 0 and not left, (removed, left[:3])
+    assert table.snapshot_manager.latest_id() is None
+
+
+@pytest.mark.timeout(900)
+def test_a_postpone_compaction_submitted_to_the_cluster_runs_there(spark_cluster, tmp_path):
+    """A postpone-bucket table (``bucket = -2``, as Paimon 2.x writers make them) written by the core,
+    then compacted by the Spark job on the cluster: its tasks run on the workers' executors, the
+    postponed rows get real buckets in one COMPACT snapshot, and every row reads back."""
+    from paimonflow.core.meta.layout import POSTPONE_BUCKET
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("db")
+    table = catalog.create_table("db.p", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                 options={"bucket": "-2", "postpone.default-bucket-num": "2"})
+    for i, dt in enumerate(("2026-11-21", "2026-11-22")):
+        table.write(pa.table({"id": list(range(i * 100, i * 100 + 300)), "v": [f"x{dt}"] * 300, "dt": [dt] * 300},
+                             schema=SCHEMA))
+    assert table.refresh().read().num_rows == 0  # everything waits in the postpone bucket
+    location = TableLocation(str(tmp_path / "wh"), "db.p")
+    result = submit(spark_cluster, tmp_path, "postpone-compact", "compact", location, {})
+    assert result["postpone"] and result["tasks"] == 2 and result["executors"] >= 1, result
+    t = table.refresh()
+    snapshot = t.latest_snapshot()
+    assert snapshot.commit_kind.value == "COMPACT" and result["snapshot_id"] == snapshot.id
+    entries = t.manifest_io.live_entries(snapshot)
+    assert {e.total_buckets for e in entries} == {2} and not any(e.bucket == POSTPONE_BUCKET for e in entries)
+    assert t.read().num_rows == 600
