@@ -219,3 +219,23 @@ def test_dagster_dev_and_dg_dev_start_in_this_environment() -> None:
           "name='dg'); sys.argv[0] = 'dg'; sys.exit(ep.load()())")
     proc = subprocess.run([sys.executable, "-c", dg, "dev", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "dg dev" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_every_shipped_folder_is_a_declared_package() -> None:
+    """setuptools (69 and later) warns "Package would be ignored" on every install for a folder that
+    Python could import (any folder with an identifier's name inside a package) whose files are
+    shipped but which is not in ``packages``: each such folder is declared."""
+    declared = {line.strip() for line in SETUP["options"]["packages"].splitlines()
+                if line.strip() and not line.strip().startswith("#")}
+    missing = []
+    roots = {ROOT / folder for folder in _package_dirs()}
+    for folder, name in _package_dirs().items():
+        for directory, subdirs, files in os.walk(ROOT / folder):
+            # (a folder mapped to a package of its own, jobs/autoload, is that package)
+            subdirs[:] = [d for d in subdirs if d.isidentifier() and Path(directory, d) not in roots]
+            relative = Path(directory).relative_to(ROOT / folder)
+            dotted = ".".join([name, *relative.parts])
+            shipped = [f for f in files if not f.endswith((".pyc", ".pyo"))]
+            if shipped and all(part.isidentifier() for part in relative.parts) and dotted not in declared:
+                missing.append(dotted)
+    assert not missing, f"folders with files that setuptools sees as undeclared packages: {missing}"
