@@ -20,6 +20,7 @@ from .errors import (
     TableNotFoundError,
     UnsupportedError,
     UnsupportedFeatureError,
+    WarehouseNotFoundError,
 )
 from .fs import FileIO, get_file_io, join
 from .meta.capabilities import Feature
@@ -57,6 +58,15 @@ class Catalog:
         return join(self.warehouse, validate_name("database", name) + DB_SUFFIX)
 
     def list_databases(self) -> list[str]:
+        """The databases, sorted. A warehouse that does not exist (a mistyped path) is an error,
+        not an empty answer: :class:`WarehouseNotFoundError` (``create_database`` makes one)."""
+        names = self._database_names()
+        if not names and not self.file_io.exists(self.warehouse):
+            raise WarehouseNotFoundError(f"warehouse {self.warehouse!r} does not exist (create_database "
+                                         "creates a new one)")
+        return names
+
+    def _database_names(self) -> list[str]:
         return sorted(
             s.path.rstrip("/").rsplit("/", 1)[-1][: -len(DB_SUFFIX)]
             for s in self.file_io.list_dir(self.warehouse)
@@ -64,7 +74,7 @@ class Catalog:
         )
 
     def database_exists(self, name: str) -> bool:
-        return self.file_io.exists(self.database_path(name)) or name in self.list_databases()
+        return self.file_io.exists(self.database_path(name)) or name in self._database_names()
 
     def create_database(self, name: str, *, ignore_if_exists: bool = False) -> None:
         path = self.database_path(name)

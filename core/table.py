@@ -289,7 +289,30 @@ class Table:
 
             raise SchemaError(f"overwrite partition spec names non-partition columns {unknown}; "
                               f"partition keys are {list(self.partition_keys)}")
+        self._check_partition_values(overwrite)
         return OverwriteSpec(static=dict(overwrite))
+
+    def _check_partition_values(self, spec: Mapping[str, object]) -> None:
+        """A partition spec's values fit their columns' types: text (as a command line gives it,
+        compared as Paimon renders the partition) or a value of the column's own type; an int for
+        a STRING column is a type error, not a spec that matches no partition."""
+        import pyarrow as pa
+
+        from .data.conversion import field_types
+        from .errors import SchemaError
+
+        types = field_types(self.schema.fields)
+        for key, value in spec.items():
+            if value is None or isinstance(value, str):
+                continue
+            arrow_type = self.arrow_schema.field(key).type
+            try:
+                if isinstance(value, bool) and not pa.types.is_boolean(arrow_type):
+                    raise TypeError
+                pa.array([value], type=arrow_type)
+            except (TypeError, ValueError, pa.ArrowException):
+                raise SchemaError(f"overwrite partition value {key}={value!r} ({type(value).__name__}) does not fit "
+                                  f"column {key!r} of type {types[key]}: give a value of that type or its text") from None
 
     def truncate(self, *, commit_user: str | None = None) -> CommitResult:
         """Delete every row (an OVERWRITE snapshot with no new files)."""
@@ -320,11 +343,32 @@ class Table:
         from .write.postpone import is_postpone
 
         run = full_compaction if full else minor_compaction
+        if buckets is not None and not is_postpone(self.options):
+            self._check_buckets(buckets)
         if is_postpone(self.options):  # Paimon's compaction of a postpone table assigns buckets
             from .compact.postpone import postpone_compaction as run
         with forced_maintenance():  # a dedicated compaction maintains even write-only tables, as in Paimon
             return run(self, partitions=partitions, buckets=buckets, commit_user=commit_user,
                        commit_identifier=commit_identifier)
+
+    def _check_buckets(self, buckets: Sequence[int]) -> None:
+        """Buckets a caller named must exist: a bucket beyond the ``bucket`` option (and beyond
+        every bucket a live file is in, for tables whose bucket count was changed) is an error,
+        not a compaction that silently does nothing."""
+        bad = sorted({repr(b) for b in buckets if isinstance(b, bool) or not isinstance(b, int) or b < 0})
+        if bad:
+            raise InvalidArgumentError(f"buckets are numbers from 0, not {', '.join(bad)}")
+        count = self.options.bucket if self.options.bucket > 0 else (1 if not self.primary_keys else 0)
+        beyond = sorted({b for b in buckets if count and b >= count})
+        if not beyond:
+            return
+        latest = self.snapshot_manager.latest()
+        live = {e.bucket for e in self.manifest_io.live_entries(latest)} if latest is not None else set()
+        missing = [b for b in beyond if b not in live]
+        if missing:
+            what = f"'bucket' is {self.options.bucket}" if self.options.bucket > 0 else "it has no buckets but 0"
+            raise InvalidArgumentError(f"table {self.identifier} has no bucket {missing[0]}: {what} "
+                                       f"(buckets 0 to {count - 1})")
 
     def expire_snapshots(self, *, retain_min: int | None = None, retain_max: int | None = None,
                          older_than_millis: int | None = None, max_deletes: int | None = None,

@@ -320,7 +320,8 @@ def convert_columns(columns: Mapping[str, ArrowValues], schema: pa.Schema,
     every column holding a value that does not convert exactly (nothing is converted in part).
     """
     types = table_types or {}
-    problems = [p for name, values in columns.items()
+    problems = [_nan_as_null(name, values, schema.field(name).type, types.get(name)) or p
+                for name, values in columns.items()
                 if (p := refusal(name, values.type, schema.field(name).type, types.get(name)))]
     if problems:
         raise SchemaError(_refused(problems))
@@ -336,6 +337,24 @@ def convert_columns(columns: Mapping[str, ArrowValues], schema: pa.Schema,
     if lossy:
         raise SchemaError("; ".join(lossy) + "; only lossless conversions are written (cast or fix the data first)")
     return out
+
+
+def _nan_as_null(name: str, values: ArrowValues, target: pa.DataType, table_type: DataType | None) -> str | None:
+    """For floats refused by an integer column: if they are whole numbers with some missing (null
+    or NaN), the likely cause (pandas keeps an integer column with a missing value as floats),
+    said instead of "holds double values"."""
+    if not (pa.types.is_floating(values.type) and pa.types.is_integer(target)):
+        return None
+    present = pc.drop_null(values)
+    missing = values.null_count + pc.sum(pc.is_nan(present)).as_py() if len(present) else values.null_count
+    if not missing:
+        return None
+    whole = pc.drop_null(pc.if_else(pc.is_nan(present), None, present)) if len(present) else present
+    if len(whole) and not pc.all(pc.equal(whole, pc.floor(whole))).as_py():
+        return None  # fractions: the float type itself is the problem
+    return (f"column {name!r} holds {values.type} values with {missing} missing (pandas turns an integer column "
+            f"with a missing value into floats), but the table's type is {paimon_notation(target, table_type)}: "
+            "use pandas' nullable 'Int64' dtype (a missing value is then a null), or fill or drop them")
 
 
 def cast_exactly(values: ArrowValues, target: pa.DataType) -> ArrowValues:

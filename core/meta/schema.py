@@ -400,6 +400,10 @@ def validate_table_schema(schema: TableSchema) -> None:
     for k in _split_list(schema.options.get("sequence.field")):
         if k not in types:
             raise SchemaError(f"sequence.field column {k!r} is not a column of the table {names}")
+    bucket = schema.options.get("bucket", "-1").strip()
+    if not schema.primary_keys and bucket.isdigit() and int(bucket) > 0 and not _split_list(schema.options.get("bucket-key")):
+        raise SchemaError(f"an append table (no primary key) with 'bucket' = {bucket} needs 'bucket-key' (the columns "
+                          "rows are hashed by); or set 'bucket' = -1 for an append table without buckets")
     for k in _split_list(schema.options.get("bucket-key")):
         if k not in types:
             raise SchemaError(f"bucket-key column {k!r} is not a column of the table {names}")

@@ -84,6 +84,7 @@ def test_hook_reads_the_connection_and_masks_secrets():
     assert location.warehouse == str(WAREHOUSE)
     assert location.storage_options["s3.secret-key"] == FAKE_SECRET
     assert FAKE_SECRET not in repr(location) and FAKE_SECRET not in repr(hook.get_conn())
+    WAREHOUSE.mkdir(parents=True, exist_ok=True)  # (the Test button fails for a warehouse that does not exist)
     assert hook.test_connection()[0]
 
 

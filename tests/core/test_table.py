@@ -101,8 +101,9 @@ def test_append_tables_unaware_and_fixed_bucket(catalog):
     plain.write(pa.table({"k": [1, 1], "v": ["a", "a"]}, schema=schema))
     plain.write(pa.table({"k": [1], "v": ["a"]}, schema=schema))
     assert plain.read().num_rows == 3  # duplicates kept
-    with pytest.raises(InvalidOptionError, match="bucket-key"):
-        catalog.create_table("db.bad", schema, options={"bucket": "4"}).write(pa.table({"k": [1], "v": ["x"]}, schema=schema))
+    with pytest.raises(SchemaError, match="'bucket' = 4 needs 'bucket-key'"):  # refused at creation, as Paimon does
+        catalog.create_table("db.bad", schema, options={"bucket": "4"})
+    assert "bad" not in catalog.list_tables("db")
     fixed = catalog.create_table("db.fixed", schema, options={"bucket": "4", "bucket-key": "k"})
     fixed.write(pa.table({"k": list(range(100)), "v": ["x"] * 100}, schema=schema))
     files = fixed.system_table("files")

@@ -33,8 +33,7 @@ def utc(*args: int) -> float:
 
 def make(tmp_path, options: dict[str, str], *, primary_key: bool = True, partition: bool = False, name="db.t"):
     catalog = Catalog(str(tmp_path / "wh"))
-    if "db" not in catalog.list_databases():
-        catalog.create_database("db")
+    catalog.create_database("db", ignore_if_exists=True)
     schema = SCHEMA if not partition else pa.schema([*SCHEMA, pa.field("dt", pa.string(), nullable=False)])
     keys = (["id", "dt"] if partition else ["id"]) if primary_key else None
     return catalog.create_table(name, schema, primary_keys=keys or (), partition_keys=["dt"] if partition else (),
