@@ -56,6 +56,9 @@ def _options(
     storage_option: Annotated[list[str] | None, typer.Option(
         "--storage-option", "-S", help="Storage option KEY=VALUE (s3.endpoint, ...; docs/storage.md); repeatable. "
         "Credentials: PAIMONFLOW_STORAGE_OPTIONS or the AWS_* environment, not argv")] = None,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=lambda given: _print_version(given),
+                                          help="Print paimonflow's version (and pyarrow's and Python's) and exit")]
+    = False,
 ) -> None:
     """Inspect and change Apache Paimon tables (filesystem catalog).
 
@@ -64,6 +67,21 @@ def _options(
     out.json = json_output
     _STORAGE.clear()
     _STORAGE.update(pairs(storage_option, "storage option"))
+
+
+def _print_version(given: bool) -> None:
+    if not given:
+        return
+    import platform
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        ours = installed("paimonflow")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        ours = "unknown (not installed)"
+    typer.echo(f"paimonflow {ours} (pyarrow {pa.__version__}, Python {platform.python_version()})")
+    raise typer.Exit()
 
 
 def _busy(text: str):

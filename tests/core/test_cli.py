@@ -202,3 +202,10 @@ def test_tables_are_drawn_on_a_terminal_and_tab_separated_in_a_pipe(tmp_path):
     assert "┃" in drawn and "∅" in drawn  # a Rich table, null shown as ∅
     piped = invoke("read", "db.t", "-w", wh).stdout.splitlines()
     assert piped == ["id\tv", f"1\t{long_value}", "2\t"]
+
+
+def test_version_names_paimonflow_pyarrow_and_python():
+    from importlib.metadata import version
+
+    out = invoke("--version")
+    assert out.exit_code == 0 and out.output.startswith(f"paimonflow {version('paimonflow')} (pyarrow {pa.__version__}")
