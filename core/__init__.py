@@ -25,6 +25,19 @@ _EXPORTS = {
     "Observation": "read.watch",
     "WatchResult": "read.watch",
     "watch": "read.watch",
+    # schema evolution: Table.alter([...]) (docs/schema-evolution.md)
+    "AddColumn": "meta.schema_changes",
+    "DropColumn": "meta.schema_changes",
+    "RenameColumn": "meta.schema_changes",
+    "UpdateColumnType": "meta.schema_changes",
+    "UpdateColumnNullability": "meta.schema_changes",
+    "UpdateColumnComment": "meta.schema_changes",
+    "UpdateColumnPosition": "meta.schema_changes",
+    "ColumnPosition": "meta.schema_changes",
+    "UpdateComment": "meta.schema_changes",
+    "SetOption": "meta.schema_changes",
+    "RemoveOption": "meta.schema_changes",
+    "SchemaChange": "meta.schema_changes",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -187,7 +187,8 @@ class Table:
                            clock=now, after_commit=lambda _: maintain_after_commit(self, clock=now))
 
     def write(self, data, *, overwrite: bool | Mapping[str, object] | Predicate = False, row_kinds=None,
-              commit_user: str | None = None, commit_identifier: int | None = None) -> CommitResult:
+              commit_user: str | None = None, commit_identifier: int | None = None,
+              schema_mode: str = "strict") -> CommitResult:
         """Write ``data`` as one commit: a pyarrow Table, RecordBatch or RecordBatchReader, an
         iterable of batches, a pandas DataFrame (its index left out) or a polars DataFrame or
         LazyFrame. Columns are matched by name; each is converted to the table's type only where
@@ -213,7 +214,20 @@ class Table:
         in the main thread): the commit lands or fails on its own, and the interrupt is raised
         after it. When the commit failed, its files are deleted only if storage shows it did not
         land (never after ``CommitOutcomeUnknownError``); after it landed nothing is deleted.
+
+        ``schema_mode="merge"`` evolves the schema from the data first (new nullable columns
+        added, safe widenings applied, the table's nullable columns the data lacks written as
+        null; anything else refused in one line with nothing changed:
+        :mod:`paimonflow.core.write.evolve`). The data is checked against the new schema before
+        it is committed; :meth:`refresh` gives the table with it.
         """
+        from .write.evolve import SCHEMA_MODES
+
+        if schema_mode not in SCHEMA_MODES:
+            raise InvalidArgumentError(f"schema_mode must be one of {', '.join(SCHEMA_MODES)}, not {schema_mode!r}")
+        if schema_mode == "merge":
+            return self._write_merging_schema(data, overwrite=overwrite, row_kinds=row_kinds,
+                                              commit_user=commit_user, commit_identifier=commit_identifier)
         self.capabilities.require(Operation.WRITE)
         spec = self.overwrite_spec(overwrite)  # checked before any file is written
         if spec is not None and self.options.bucket == -1 and self.primary_keys \
@@ -243,6 +257,28 @@ class Table:
         from .maintenance.post_commit import after_batch_write
 
         return after_batch_write(self, result)  # tag.automatic-creation=batch
+
+    def _write_merging_schema(self, data, *, overwrite, row_kinds, commit_user: str | None,
+                              commit_identifier: int | None) -> CommitResult:
+        from .data.conversion import field_types
+        from .write.conform import conform, to_arrow_table
+        from .write.evolve import merge_changes, merged_schema, with_missing_columns_as_null
+
+        self.capabilities.require(Operation.WRITE)
+        frame = to_arrow_table(data)
+        table: Table = self
+        already = commit_identifier is not None and commit_user is not None and \
+            self.new_commit(commit_user).already_committed(int(commit_identifier)) is not None
+        changes = [] if already else merge_changes(self.schema, frame.schema, identifier=self.identifier)
+        if changes:
+            new = merged_schema(self.schema, changes)
+            self.overwrite_spec(overwrite)  # a bad overwrite is refused before the schema changes
+            # the values must fit the new schema (types, nulls in NOT NULL columns) before it is committed
+            conform(with_missing_columns_as_null(frame, new.arrow_schema()), new.arrow_schema(),
+                    list(new.primary_keys), table_types=field_types(new.fields))
+            table = self.alter(changes)
+        return table.write(with_missing_columns_as_null(frame, table.arrow_schema), overwrite=overwrite,
+                           row_kinds=row_kinds, commit_user=commit_user, commit_identifier=commit_identifier)
 
     def committed_snapshot(self, commit_user: str, commit_identifier: int, *, after: int = 0,
                            kinds: Sequence[CommitKind] = (CommitKind.APPEND, CommitKind.OVERWRITE)) -> Snapshot | None:

@@ -31,10 +31,9 @@ import dagster as dg
 import pyarrow as pa
 from pydantic import Field, PrivateAttr
 
-from paimonflow.core.data.types import equals_ignoring_ids, from_arrow, is_safe_widening
-from paimonflow.core.errors import PaimonflowError, TableNotFoundError
+from paimonflow.core.errors import PaimonflowError, SchemaError, TableNotFoundError
 from paimonflow.core.meta.capabilities import Operation
-from paimonflow.core.meta.schema_changes import AddColumn, UpdateColumnType
+from paimonflow.core.write.evolve import merge_changes, with_missing_columns_as_null
 
 from .metadata import table_metadata
 from .resources import PaimonResource
@@ -72,7 +71,7 @@ class PaimonIOManager(dg.ConfigurableIOManager):
             where = slice_.predicate(table.arrow_schema)
             table.capabilities.require(Operation.WRITE)  # before the schema changes for the write
             table = _evolve(table, data)  # nothing changed or written if the output does not fit
-            data = _with_dropped_columns_as_null(table, data)  # the write orders and casts the columns
+            data = with_missing_columns_as_null(data, table.arrow_schema)  # the write orders and casts the columns
             result = table.write(data, overwrite=where if where is not None else {},
                                  commit_user=_commit_user(context, slice_), commit_identifier=1)
         except PaimonflowError as err:
@@ -154,42 +153,14 @@ def _check_partitioned_by(table, slice_: TableSlice) -> None:
 
 
 def _evolve(table, data: pa.Table):
-    """The table, altered for the output's new or wider columns. Raises a failure listing every
-    incompatible column, before any change."""
-    fields = {f.name: f for f in table.schema.fields}
-    keys = {*table.primary_keys, *table.partition_keys}
-    changes: list = []
-    problems: list[str] = []
-    for f in data.schema:
-        current = fields.get(f.name)
-        if current is None:
-            if f.name in keys:
-                problems.append(f"new column {f.name!r} cannot be a key column")
-            else:
-                changes.append(AddColumn(f.name, f.type))
-            continue
-        incoming = from_arrow(f.type, nullable=current.type.nullable)
-        if equals_ignoring_ids(incoming, current.type) or is_safe_widening(incoming, current.type):
-            continue  # stored as the table's type
-        if f.name not in keys and is_safe_widening(current.type, incoming):
-            changes.append(UpdateColumnType(f.name, f.type))
-        else:
-            problems.append(f"column {f.name!r} is {current.type} in the table, {incoming} in the output")
-    for name, f in fields.items():
-        if name not in data.schema.names and not f.type.nullable:
-            problems.append(f"NOT NULL column {name!r} is missing from the output")
-    if problems:
-        raise _fail(f"{table.identifier}: the output does not fit the table: {'; '.join(problems)} (nothing written)")
+    """The table, altered for the output's new or wider columns (the core's rule:
+    :mod:`paimonflow.core.write.evolve`). Raises a failure listing every incompatible column,
+    before any change."""
+    try:
+        changes = merge_changes(table.schema, data.schema, identifier=table.identifier, what="output")
+    except SchemaError as err:
+        raise _fail(str(err)) from None
     return table.alter(changes) if changes else table
-
-
-def _with_dropped_columns_as_null(table, data: pa.Table) -> pa.Table:
-    """``data`` with a null column for each (nullable) table column the output no longer has;
-    ordering and safe casts are the core write's (``core/write/conform.py``)."""
-    missing = [f for f in table.arrow_schema if f.name not in data.schema.names]
-    for f in missing:
-        data = data.append_column(f, pa.nulls(data.num_rows, f.type))
-    return data
 
 
 __all__ = ["PaimonIOManager"]
