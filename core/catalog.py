@@ -94,7 +94,8 @@ class Catalog:
             raise DatabaseNotFoundError(f"database {name!r} does not exist")
         tables = self.list_tables(name)
         if tables and not cascade:
-            raise DatabaseNotEmptyError(f"database {name!r} holds tables {tables}; use cascade=True")
+            raise DatabaseNotEmptyError(f"database {name!r} holds tables {', '.join(tables)}: drop them first, or "
+                                        "drop it with cascade (the command line's --cascade)")
         self.file_io.delete(self.database_path(name), recursive=True)
 
     # -- tables ------------------------------------------------------------------------------
@@ -177,6 +178,27 @@ class Catalog:
             raise InvalidNameError("table", name, "names no system table (expected 'db.t$<system table>')")
         table = self.get_table(base if branch == MAIN_BRANCH else f"{base}$branch_{branch}")
         return table.system_table(system)
+
+    def rename_table(self, identifier: str, new_identifier: str) -> Table:
+        """Move a table to a new name (in the same or another database), as Paimon's filesystem
+        catalog does: one rename of its directory, atomic on a local disk and refused if the new
+        name is taken. Refused on object stores, where a directory's rename copies every file
+        and is not atomic (a reader could see half a table). Returns the table under its new name."""
+        from .fs import LocalFileIO
+
+        split_identifier(identifier)  # (plain names: a branch or system table is refused here)
+        database = split_identifier(new_identifier)[0]
+        if not self.table_exists(identifier):
+            raise TableNotFoundError(f"table {identifier!r} does not exist")
+        if not self.database_exists(database):
+            raise DatabaseNotFoundError(f"database {database!r} does not exist")
+        if self.table_exists(new_identifier):
+            raise TableAlreadyExistsError(f"table {new_identifier!r} already exists")
+        if not isinstance(self.file_io, LocalFileIO):
+            raise UnsupportedError("renaming a table on an object store would copy every file of it, not "
+                                   "atomically; create the new table and write into it instead")
+        self.file_io.rename(self.table_path(identifier), self.table_path(new_identifier))
+        return self.get_table(new_identifier)
 
     def drop_table(self, identifier: str, *, ignore_if_not_exists: bool = False) -> None:
         if not self.table_exists(identifier):

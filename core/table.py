@@ -350,9 +350,34 @@ class Table:
                 raise SchemaError(f"overwrite partition value {key}={value!r} ({type(value).__name__}) does not fit "
                                   f"column {key!r} of type {types[key]}: give a value of that type or its text") from None
 
-    def truncate(self, *, commit_user: str | None = None) -> CommitResult:
-        """Delete every row (an OVERWRITE snapshot with no new files)."""
-        return self.new_commit(commit_user).commit([], overwrite=OverwriteSpec())
+    def truncate(self, *, commit_user: str | None = None, commit_identifier: int | None = None) -> CommitResult:
+        """Delete every row (an OVERWRITE snapshot with no new files); exactly-once with a commit identity."""
+        self.capabilities.require(Operation.WRITE)
+        identifier = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else int(commit_identifier)
+        return self.new_commit(commit_user).commit([], commit_identifier=identifier, overwrite=OverwriteSpec())
+
+    def delete(self, where: Predicate, *, commit_user: str | None = None,
+               commit_identifier: int | None = None) -> CommitResult | None:
+        """Delete the rows ``where`` selects, as one commit of ``-D`` rows (Paimon's row-level
+        DELETE on a primary-key table): the matching rows are read (pruned by partitions and
+        statistics, then filtered exactly) and written back as deletions. Only for primary-key
+        tables whose merge engine removes a row on ``-D`` (``deduplicate``); others are refused
+        in one line, as are append tables (use an overwrite of their partitions). None when no
+        row matches (nothing is committed)."""
+        from .errors import UnsupportedError
+
+        self.capabilities.require(Operation.WRITE)
+        if not self.primary_keys:
+            raise UnsupportedError(f"table {self.identifier} has no primary key: rows of an append table cannot be "
+                                   "deleted one by one; overwrite their partitions instead")
+        engine = str(self.options.merge_engine)
+        if engine != "deduplicate":
+            raise UnsupportedError(f"table {self.identifier} has merge-engine '{engine}': a delete of rows is "
+                                   "supported for 'deduplicate' tables")
+        matching = self.read(filter=where)
+        if matching.num_rows == 0:
+            return None
+        return self.write(matching, row_kinds="-D", commit_user=commit_user, commit_identifier=commit_identifier)
 
     def drop_partitions(self, partitions: Sequence[Mapping[str, object]], *, commit_user: str | None = None) -> CommitResult:
         """Delete whole partitions in one OVERWRITE snapshot (Paimon's ``dropPartitions``)."""

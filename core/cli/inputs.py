@@ -59,3 +59,33 @@ def _read(path: Path, kind: str, schema: pa.Schema) -> pa.Table:
 
     return pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=schema,
                                                              unexpected_field_behavior="error"))
+
+
+def schema_of(path: Path) -> pa.Schema:
+    """The columns of a sample file (``create-table --like``): a Parquet or ORC file's own schema,
+    a CSV or JSON-lines file's as pyarrow infers it from the first rows."""
+    if not path.exists() or path.is_dir():
+        raise SourceError(f"{path}: no such file")
+    kind = KINDS.get(path.suffix.lower())
+    if kind is None:
+        raise SourceError(f"{path}: unknown file kind {path.suffix or '(no suffix)'!r}; --like reads "
+                          f"{', '.join(sorted(KINDS))} files")
+    try:
+        if kind == "Parquet":
+            import pyarrow.parquet as pq
+
+            return pq.read_schema(path).remove_metadata()
+        if kind == "ORC":
+            import pyarrow.orc as orc
+
+            return orc.ORCFile(path).schema
+        if kind == "CSV":
+            import pyarrow.csv as csv
+
+            with csv.open_csv(path) as reader:
+                return reader.schema
+        import pyarrow.json as pj
+
+        return pj.read_json(path).schema
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise SourceError(f"{path}: not a readable {kind} file: {one_line(str(exc))}") from None

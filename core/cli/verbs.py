@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pyarrow as pa
 import typer
@@ -121,14 +121,26 @@ def list_(warehouse: Warehouse, database: Annotated[str | None, typer.Argument()
 def create_table(
     identifier: Identifier,
     warehouse: Warehouse,
-    column: Annotated[list[str], typer.Option("--column", "-c", help="name:TYPE, e.g. id:BIGINT, dt:STRING")],
-    primary_key: Annotated[list[str] | None, typer.Option("--primary-key", "-k")] = None,
-    partition_key: Annotated[list[str] | None, typer.Option("--partition-key", "-p")] = None,
-    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="key=value")] = None,
+    column: Annotated[list[str] | None, typer.Option(
+        "--column", "-c", help="name:TYPE, e.g. id:BIGINT, dt:STRING; repeatable")] = None,
+    primary_key: Annotated[list[str] | None, typer.Option(
+        "--primary-key", "-k", help="A primary-key column (NOT NULL); repeatable")] = None,
+    partition_key: Annotated[list[str] | None, typer.Option(
+        "--partition-key", "-p", help="A partition column; repeatable")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="A table option key=value; repeatable")]
+    = None,
+    like: Annotated[Path | None, typer.Option(
+        help="Take the columns from a Parquet, ORC, CSV or JSON-lines file (instead of --column)")] = None,
 ) -> None:
-    """Create a table from column specs."""
+    """Create a table from column specs, or with the columns of a sample file."""
+    if (like is None) == (not column):
+        raise InvalidArgumentError("give the columns with --column name:TYPE (repeatable) or --like FILE, not both")
     fields = []
-    for spec in column:
+    if like is not None:
+        from .inputs import schema_of
+
+        fields = list(schema_of(like))  # (a type Paimon lacks is refused by create_table, named)
+    for spec in column or ():
         name, sep, type_text = spec.partition(":")
         if not sep:
             raise InvalidArgumentError(f"column {spec!r} must be name:TYPE, e.g. id:BIGINT")
@@ -193,20 +205,37 @@ def read(
     output: Annotated[Path | None, typer.Option(help="Write all rows to a .parquet or .csv file instead.")] = None,
     column: Annotated[list[str] | None, typer.Option(
         help="Only these columns (row-tracking tables also have _ROW_ID and _SEQUENCE_NUMBER); repeatable")] = None,
+    columns: Annotated[str | None, typer.Option(help="Only these columns, comma-separated (as --column)")] = None,
+    filter_text: Annotated[str | None, typer.Option("--filter", help=(
+        "Only the rows a condition selects, e.g. \"dt = '2026-11-21' AND amount > 10\" (docs/cli.md)"))] = None,
+    timestamp: Annotated[str | None, typer.Option(help=(
+        "Time travel to the snapshot at or before an ISO 8601 time, e.g. 2026-11-21T08:00:00+00:00 "
+        "(without a zone: this machine's)"))] = None,
 ) -> None:
     """Print rows (or save them to a file)."""
     if limit < 0:
         raise InvalidArgumentError(f"--limit must be 0 (all rows) or more, not {limit}")
     if output is not None and output.suffix.lower() not in (".csv", ".parquet"):
         raise InvalidArgumentError(f"--output {output}: give a .parquet or .csv file name")
+    if sum(x is not None for x in (snapshot, tag, timestamp)) > 1:
+        raise InvalidArgumentError("give at most one of --snapshot, --tag and --timestamp")
+    if columns is not None:
+        column = [*(column or ()), *(c.strip() for c in columns.split(",") if c.strip())]
+    at = _iso_time(timestamp, "--timestamp") if timestamp is not None else None
     table = _catalog(warehouse).get_table(identifier)
+    where = None
+    if filter_text is not None:
+        from .expressions import parse_filter
+
+        where = parse_filter(filter_text, "--filter", table.read_schema(snapshot_id=snapshot, tag=tag,
+                                                                        timestamp=at).arrow_schema())
+    chosen: dict[str, Any] = {"snapshot_id": snapshot, "tag": tag, "timestamp": at, "columns": column, "filter": where}
     # rows stream split by split: --output writes them as they come, --limit stops reading once
     # it has them (memory: a split, not the table)
-    batches = table.to_batches(snapshot_id=snapshot, tag=tag, columns=column)
+    batches = table.to_batches(**chosen)
     if output is not None:
         with Progress.for_terminal(f"reading {identifier} into {output.name}", json_output=out.json) as progress:
-            written = _save(batches, output, lambda: table.read(snapshot_id=snapshot, tag=tag, columns=column).schema,
-                            progress=progress)
+            written = _save(batches, output, lambda: table.read(**chosen).schema, progress=progress)
         out.done(f"wrote {written} rows to {output}", {"rows_written": written, "path": str(output)})
         return
     shown: list[pa.RecordBatch] = []
@@ -216,8 +245,21 @@ def read(
         count += batch.num_rows
         if limit and count > limit:  # one row past the limit tells there are more
             break
-    rows = pa.Table.from_batches(shown) if shown else table.read(snapshot_id=snapshot, tag=tag, columns=column)
+    rows = pa.Table.from_batches(shown) if shown else table.read(**chosen)
     out.rows(rows.slice(0, limit) if limit else rows, title=identifier, more=bool(limit) and count > limit)
+
+
+def _iso_time(text: str, flag: str):
+    """An ISO 8601 time (``2026-11-21T08:00:00+00:00``, ``2026-11-21 08:00``, ``2026-11-21``); one
+    without a zone is this machine's local time, as Paimon's ``scan.timestamp`` reads it."""
+    from datetime import datetime
+
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidArgumentError(f"{flag} {text!r} is not an ISO 8601 time, e.g. 2026-11-21T08:00:00+00:00") \
+            from None
+    return when if when.tzinfo is not None else when.astimezone()
 
 
 def _save(batches, path: Path, empty_schema, *, progress: Progress | None = None) -> int:
@@ -267,16 +309,40 @@ def write(
     identifier: Identifier,
     warehouse: Warehouse,
     paths: Annotated[list[Path], typer.Argument(help="Parquet, ORC, CSV (with a header) or JSON-lines files")],
-    overwrite: bool = False,
+    overwrite: Annotated[bool, typer.Option(
+        help="Replace the partitions the rows are in (dynamic-partition-overwrite), or the whole table")] = False,
+    partition: Annotated[str | None, typer.Option(
+        help="k=v[,k2=v2]: replace exactly this partition (a static overwrite); the rows must lie in it")] = None,
+    row_kind: Annotated[str | None, typer.Option(
+        help="The kind of every row of a primary-key table: +I, -U, +U or -D (default +I, an upsert)")] = None,
+    delete: Annotated[bool, typer.Option(help="The rows are deletions (--row-kind -D)")] = False,
+    commit_user: Annotated[str | None, typer.Option(
+        help="Commit user of an exactly-once write (with --commit-identifier): a repeat commits nothing")] = None,
+    commit_identifier: Annotated[int | None, typer.Option(
+        help="Commit identifier of an exactly-once write (with --commit-user)")] = None,
 ) -> None:
     """Write files into a table as one commit (all or nothing; Ctrl-C removes what it wrote)."""
     from ..write.commit import BATCH_COMMIT_IDENTIFIER, new_commit_user
     from .inputs import read_input
     from .interrupts import commit_outcome
 
+    if (commit_user is None) != (commit_identifier is None):
+        raise InvalidArgumentError("give --commit-user and --commit-identifier together (an exactly-once write), "
+                                   "or neither")
+    if delete and row_kind not in (None, "-D"):
+        raise InvalidArgumentError(f"--delete writes -D rows; it cannot go with --row-kind {row_kind}")
+    if partition is not None and overwrite:
+        raise InvalidArgumentError("--partition replaces one partition; --overwrite replaces those the rows are "
+                                   "in: give one of them")
+    kinds = "-D" if delete else row_kind
+    if kinds is not None and kinds not in ("+I", "-U", "+U", "-D"):
+        raise InvalidArgumentError(f"--row-kind must be +I, -U, +U or -D, not {kinds!r}")
+    spec: bool | dict[str, str] = pairs(partition.split(","), "--partition") if partition is not None else overwrite
     table = _catalog(warehouse).get_table(identifier)
-    user, before = new_commit_user(table.options.commit_user_prefix), table.snapshot_manager.latest_id() or 0
-    with commit_outcome(lambda: table.committed_snapshot(user, BATCH_COMMIT_IDENTIFIER, after=before)):
+    user = commit_user or new_commit_user(table.options.commit_user_prefix)
+    number = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
+    before = table.snapshot_manager.latest_id() or 0
+    with commit_outcome(lambda: table.committed_snapshot(user, number, after=before)):
         parts = [read_input(path, table.arrow_schema) for path in paths]
         try:
             data = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
@@ -284,7 +350,8 @@ def write(
             raise InvalidArgumentError(f"the files do not share their columns' types: {exc}") from None
         with Progress.for_terminal(f"writing {identifier}", json_output=out.json) as progress, \
                 observe_files(table.path, progress.files_written):
-            result = table.write(data, overwrite=overwrite, commit_user=user)
+            result = table.write(data, overwrite=spec, row_kinds=kinds, commit_user=user,
+                                 commit_identifier=commit_identifier)
         out.result(result.to_dict())
 
 

@@ -209,3 +209,60 @@ def test_version_names_paimonflow_pyarrow_and_python():
 
     out = invoke("--version")
     assert out.exit_code == 0 and out.output.startswith(f"paimonflow {version('paimonflow')} (pyarrow {pa.__version__}")
+
+
+def test_a_tables_whole_life_from_the_command_line(tmp_path):
+    """Issue 38, item 1: create from a sample file, write with a static partition, row kinds and an
+    exactly-once identity, read with a filter, columns, a tag and a time, alter, delete, truncate,
+    rename and drop, each checked through the core."""
+    wh = str(tmp_path / "wh")
+    sample = tmp_path / "sample.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "dt": ["a", "a", "b"],
+                             "amount": [1.0, 20.0, 30.0]}), sample)
+    assert invoke("create-database", "shop", "-w", wh).exit_code == 0
+    out = invoke("create-table", "shop.o", "-w", wh, "--like", str(sample), "-k", "id", "-k", "dt", "-p", "dt",
+                 "-o", "bucket=1")
+    assert out.exit_code == 0, out.output
+    catalog = Catalog(wh)
+    assert catalog.get_table("shop.o").arrow_schema.names == ["id", "dt", "amount"]
+    write = ["write", "shop.o", "-w", wh, str(sample), "--commit-user", "loader", "--commit-identifier", "1"]
+    assert json.loads(invoke("--json", *write).output)["snapshot_id"] == 1
+    assert json.loads(invoke("--json", *write).output)["already_committed"] is True  # exactly once
+    assert invoke("create-tag", "shop.o", "-w", wh, "first").exit_code == 0
+    b_only = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"id": pa.array([9], pa.int64()), "dt": ["b"], "amount": [9.0]}), b_only)
+    out = invoke("write", "shop.o", "-w", wh, str(b_only), "--partition", "dt=b")
+    assert out.exit_code == 0, out.output
+    table = catalog.get_table("shop.o")
+    assert sorted(table.read().column("id").to_pylist()) == [1, 2, 9]  # partition b replaced
+    gone = tmp_path / "gone.parquet"
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "dt": ["a"], "amount": [1.0]}), gone)
+    assert invoke("write", "shop.o", "-w", wh, str(gone), "--delete").exit_code == 0
+    assert sorted(catalog.get_table("shop.o").read().column("id").to_pylist()) == [2, 9]
+    rows = json.loads(invoke("--json", "read", "shop.o", "-w", wh, "--filter", "dt = 'a' OR amount > 5",
+                             "--columns", "id,amount").output)
+    assert sorted(r["id"] for r in rows) == [2, 9] and set(rows[0]) == {"id", "amount"}
+    old = json.loads(invoke("--json", "read", "shop.o", "-w", wh, "--tag", "first", "--filter", "id = 3").output)
+    assert [r["id"] for r in old] == [3]
+    first_time = catalog.get_table("shop.o").snapshot_manager.snapshot(1).time_millis
+    from datetime import UTC, datetime
+
+    iso = datetime.fromtimestamp(first_time / 1000 + 0.0005, UTC).isoformat()
+    assert len(json.loads(invoke("--json", "read", "shop.o", "-w", wh, "--timestamp", iso).output)) == 3
+    out = invoke("alter", "shop.o", "-w", wh, "--add-column", "note:STRING", "--widen", "amount:DOUBLE",
+                 "--set", "snapshot.num-retained.min=5", "--comment", "orders")
+    assert out.exit_code == 0, out.output
+    altered = catalog.get_table("shop.o")
+    assert "note" in altered.arrow_schema.names and altered.schema.comment == "orders"
+    assert altered.options.raw["snapshot.num-retained.min"] == "5"
+    out = invoke("--json", "delete", "shop.o", "-w", wh, "--where", "id = 2")
+    assert out.exit_code == 0, out.output
+    assert catalog.get_table("shop.o").read().column("id").to_pylist() == [9]
+    assert json.loads(invoke("--json", "delete", "shop.o", "-w", wh, "--where", "id = 777").output)["deleted_rows"] == 0
+    assert invoke("truncate", "shop.o", "-w", wh).exit_code == 0
+    assert catalog.get_table("shop.o").read().num_rows == 0
+    assert invoke("rename-table", "shop.o", "shop.orders", "-w", wh).exit_code == 0
+    assert catalog.list_tables("shop") == ["orders"]
+    assert invoke("drop-table", "shop.orders", "-w", wh).exit_code == 0
+    assert invoke("drop-database", "shop", "-w", wh).exit_code == 0
+    assert Catalog(wh).list_databases() == []
