@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
@@ -548,7 +548,8 @@ class Table:
             millis = int(timestamp.timestamp() * 1000) if isinstance(timestamp, datetime) else int(timestamp)
             found = self.snapshot_manager.snapshot_at_or_before_time(millis)
             if found is None:
-                raise SnapshotNotFoundError(f"table {self.identifier} has no snapshot at or before {millis}")
+                at = datetime.fromtimestamp(millis / 1000, UTC).isoformat(timespec="milliseconds")
+                raise SnapshotNotFoundError(f"table {self.identifier} has no snapshot at or before {at}")
             return found
         return self.snapshot_manager.latest()
 

@@ -266,3 +266,36 @@ def test_a_tables_whole_life_from_the_command_line(tmp_path):
     assert invoke("drop-table", "shop.orders", "-w", wh).exit_code == 0
     assert invoke("drop-database", "shop", "-w", wh).exit_code == 0
     assert Catalog(wh).list_databases() == []
+
+
+def test_the_documented_life_of_a_table_runs_line_by_line(tmp_path, monkeypatch):
+    """docs/cli.md's "A table's whole life" block, each line run in order (optional ``[...]``
+    parts left out) on a warehouse ``wh`` with the input files it names: every line exits 0."""
+    import re
+    import shlex
+    from datetime import UTC, datetime, timedelta
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    block = doc.split("## A table's whole life", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    lines = [line.split("  #", 1)[0] for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+    monkeypatch.chdir(tmp_path)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False),
+                        ("amount", pa.float64()), ("qty", pa.int32())])
+    rows = pa.table({"id": [1, 2, 7], "dt": ["2026-11-21", "2026-11-21", "2026-11-20"], "amount": [5.0, 20.0, 1.0],
+                     "qty": pa.array([1, 2, 3], pa.int32())}, schema=schema)
+    for name in ("sample", "hour", "gone"):
+        pq.write_table(rows, tmp_path / f"{name}.parquet")
+    pq.write_table(rows.filter(pa.compute.equal(rows["dt"], "2026-11-21")), tmp_path / "day.parquet")
+    csv.write_csv(rows.slice(0, 1), tmp_path / "rows.csv")
+    assert invoke("create-database", "shop", "-w", "wh").exit_code == 0
+    ran = 0
+    for line in lines:
+        # (the example's time made a second from now: after the writes)
+        now = (datetime.now(UTC) + timedelta(seconds=1)).isoformat(timespec="seconds")
+        argv = shlex.split(re.sub(r"\d{4}-\d\d-\d\dT[\d:]+\+00:00", now, re.sub(r"\[[^\]]*\]", "", line)))
+        assert argv[0] == "paimonflow", line
+        out = invoke(*argv[1:])
+        assert out.exit_code == 0, f"{line}\n{out.output}"
+        ran += 1
+    assert ran >= 14 and not Catalog(str(tmp_path / "wh")).list_databases()
