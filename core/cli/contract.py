@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, ClassVar, overload
@@ -115,10 +116,40 @@ def one_line(text: str) -> str:
     return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 
+#: the Python API's parameter names in the core's messages, as the command lines' flags say them
+_FLAGS = {"retain_min": "--retain-min", "retain_max": "--retain-max", "max_deletes": "--max-deletes",
+          "older_than_millis": "--older-than", "min_older_than_millis": "the safety floor"}
+_PARAMETER = re.compile(r"\b(" + "|".join(sorted(_FLAGS, key=len, reverse=True)) + r")\b( \((-?\d+)\))?")
+_MILLIS = re.compile(r"\((\d+) ms\)")
+_UNITS = (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000), ("ms", 1))
+
+
+def duration_text(millis: int) -> str:
+    """``3600000`` -> ``1 h``: the largest unit that holds it exactly (as durations are written)."""
+    for unit, size in _UNITS:
+        if millis and millis % size == 0:
+            return f"{millis // size} {unit}"
+    return f"{millis} ms"
+
+
+def in_flag_terms(message: str) -> str:
+    """A core message as the command line says it: parameters by their flags (``retain_max (1)``
+    -> ``--retain-max (1)``) and milliseconds as durations (``older_than_millis (1000)`` ->
+    ``--older-than (1 s)``, ``(3600000 ms)`` -> ``(1 h)``)."""
+    def flag(found: re.Match) -> str:
+        name, value = found.group(1), found.group(3)
+        if value is None:
+            return _FLAGS[name]
+        shown = duration_text(int(value)) if name.endswith("_millis") and int(value) >= 0 else value
+        return f"{_FLAGS[name]} ({shown})"
+
+    return _MILLIS.sub(lambda m: f"({duration_text(int(m.group(1)))})", _PARAMETER.sub(flag, message))
+
+
 def user_error(exc: BaseException) -> tuple[str, str] | None:
     """(kind, message) for a failure the user caused, or None for a bug."""
     if isinstance(exc, PaimonflowError):
-        return type(exc).__name__, one_line(str(exc))
+        return type(exc).__name__, in_flag_terms(one_line(str(exc)))
     for kind, meaning in _OS_ERRORS.items():
         if isinstance(exc, kind):
             where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""

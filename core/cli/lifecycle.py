@@ -11,7 +11,7 @@ import typer
 from ..errors import InvalidArgumentError
 from .contract import pairs
 from .expressions import parse_filter
-from .verbs import Identifier, Warehouse, _catalog, _parse_type, command, out
+from .verbs import Identifier, Warehouse, _catalog, _parse_type, command, commit_document, out
 
 CommitUser = Annotated[str | None, typer.Option(
     help="Commit user of an exactly-once change (with --commit-identifier): a repeat commits nothing")]
@@ -63,7 +63,7 @@ def truncate(identifier: Identifier, warehouse: Warehouse, commit_user: CommitUs
     """Delete every row (one OVERWRITE snapshot; older snapshots still read them until expired)."""
     user, number = _identity(commit_user, commit_identifier)
     table = _catalog(warehouse).get_table(identifier)
-    out.result(table.truncate(commit_user=user, commit_identifier=number).to_dict())
+    out.result(commit_document(table.truncate(commit_user=user, commit_identifier=number)))
 
 
 @command("delete")
@@ -78,7 +78,7 @@ def delete(identifier: Identifier, warehouse: Warehouse,
     if result is None:
         out.done("no row matches: nothing deleted", {"snapshot_id": None, "deleted_rows": 0})
         return
-    out.result(result.to_dict())
+    out.result(commit_document(result))
 
 
 @command("alter")

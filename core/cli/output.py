@@ -3,6 +3,7 @@ not a terminal (a pipe, a file: every value whole, nothing wrapped); Rich tables
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,16 +18,40 @@ NULL = "∅"
 def _json_default(value: object) -> object:
     if isinstance(value, bytes):
         return value.hex()
-    return str(value)  # dates, times, decimals
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return _iso(value)
+    return str(value)  # decimals
+
+
+def _iso(value: dt.datetime | dt.date | dt.time) -> str:
+    """ISO 8601: an instant with its zone (``2026-11-28T15:42:09.928+00:00``), a wall-clock
+    timestamp (a TIMESTAMP column, no zone) without one; milliseconds unless finer digits matter."""
+    if isinstance(value, dt.datetime | dt.time):
+        return value.isoformat(timespec="milliseconds" if value.microsecond % 1000 == 0 else "microseconds")
+    return value.isoformat()
+
+
+def text(value: object) -> str:
+    """A value as people read it, never a Python repr: true/false, ISO times, ``k=v`` pairs, lists
+    joined by commas, bytes in hex."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return _iso(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={text(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ",".join(text(v) for v in value)
+    return str(value)
 
 
 def _cell(value: object) -> str:
     """A value in a tab-separated line: null as empty, tabs and line breaks escaped."""
-    if value is None:
-        return ""
-    if isinstance(value, list | tuple):
-        value = ",".join(str(v) for v in value)
-    return str(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+    return text(value).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
 
 
 @dataclass
@@ -73,7 +98,7 @@ class Output:
         for name in columns:
             view.add_column(name, overflow="fold")
         for record in records:
-            view.add_row(*(NULL if record.get(c) is None else str(record.get(c)) for c in columns))
+            view.add_row(*(NULL if record.get(c) is None else text(record.get(c)) for c in columns))
         console = self._console()
         console.print(view)
         if total > len(records):
@@ -97,9 +122,9 @@ class Output:
         view.add_column("", overflow="fold")
         for key, value in result.items():
             if isinstance(value, list | tuple):
-                shown = ", ".join(str(v) for v in value[:12]) + (f" … ({len(value)} in all)" if len(value) > 12 else "")
+                shown = ", ".join(text(v) for v in value[:12]) + (f" … ({len(value)} in all)" if len(value) > 12 else "")
                 value = shown or "—"
-            view.add_row(key.replace("_", " "), NULL if value is None else str(value))
+            view.add_row(key.replace("_", " "), NULL if value is None else text(value))
         self._console().print(view)
 
     def done(self, sentence: str, result: Mapping[str, Any]) -> None:

@@ -12,7 +12,7 @@ from ..catalog import Catalog
 from ..errors import InvalidArgumentError, SnapshotNotFoundError, WarehouseNotFoundError
 from ..write.progress import observe_files
 from .contract import ContractGroup, duration_millis, pairs
-from .output import Output
+from .output import Output, text
 from .progress import Progress
 
 
@@ -36,6 +36,15 @@ def command(name: str | None = None):
 Warehouse = Annotated[str, typer.Option("--warehouse", "-w", envvar="PAIMONFLOW_WAREHOUSE",
                                         help="Warehouse path or URI (file:// or s3://).")]
 Identifier = Annotated[str, typer.Argument(help="<database>.<table>")]
+DryRun = Annotated[bool, typer.Option(help="Show what would be done; change nothing")]
+IfExists = Annotated[bool, typer.Option(help="No error if it exists already")]
+RetainMin = Annotated[int | None, typer.Option(help="Keep at least this many (default: the table's *.num-retained.min)")]
+RetainMax = Annotated[int | None, typer.Option(help="Keep at most this many (default: the table's *.num-retained.max)")]
+MaxDeletes = Annotated[int | None, typer.Option(
+    help="Expire at most this many in this run (default: the table's snapshot.expire.limit)")]
+Name = Annotated[str, typer.Argument(help="The name")]
+OldName = Annotated[str, typer.Argument(help="The current name")]
+NewName = Annotated[str, typer.Argument(help="The new name")]
 
 
 def _catalog(warehouse: str, *, must_exist: bool = True) -> Catalog:
@@ -101,14 +110,16 @@ def _parse_type(text: str) -> pa.DataType:
 
 
 @command("create-database")
-def create_database(name: str, warehouse: Warehouse, ignore_if_exists: bool = False) -> None:
+def create_database(name: Annotated[str, typer.Argument(help="The database")], warehouse: Warehouse,
+                    ignore_if_exists: IfExists = False) -> None:
     """Create a database (and the warehouse, if new)."""
     _catalog(warehouse, must_exist=False).create_database(name, ignore_if_exists=ignore_if_exists)
     out.done(f"created database {name}", {"database": name})
 
 
 @command("list")
-def list_(warehouse: Warehouse, database: Annotated[str | None, typer.Argument()] = None) -> None:
+def list_(warehouse: Warehouse, database: Annotated[str | None, typer.Argument(
+        help="List this database's tables (default: the databases)")] = None) -> None:
     """List databases, or the tables of one database."""
     catalog = _catalog(warehouse)
     if database:
@@ -171,10 +182,12 @@ def describe(identifier: Identifier, warehouse: Warehouse) -> None:
         out.document(described)
         return
     out.rows(described["columns"], title=f"{identifier} (schema {table.schema.id})")
-    typer.echo(f"primary keys: {described['primary_keys'] or '—'}   partition keys: {described['partition_keys'] or '—'}")
-    typer.echo(f"options: {described['options']}")
-    typer.echo("latest snapshot: " + (f"{latest.id} ({latest.commit_kind.value}, {latest.total_record_count} records)"
-                                      if latest else "none"))
+    typer.echo(f"primary keys: {', '.join(table.primary_keys) or '—'}   "
+               f"partition keys: {', '.join(table.partition_keys) or '—'}")
+    typer.echo(f"options: {text(described['options']) or '—'}")
+    # total_record_count counts the rows in the files, before merging (an upsert's old rows too)
+    typer.echo("latest snapshot: " + (f"{latest.id} ({latest.commit_kind.value}, {latest.total_record_count} "
+                                      "rows in its files before merging)" if latest else "none"))
 
 
 @command()
@@ -249,15 +262,43 @@ def read(
     out.rows(rows.slice(0, limit) if limit else rows, title=identifier, more=bool(limit) and count > limit)
 
 
-def _iso_time(text: str, flag: str):
+def snake_keys(value: Any) -> Any:
+    """``value`` with every mapping key in snake_case (``mergedRecordCount`` -> ``merged_record_count``),
+    the one key style of every verb's output; column names (the keys of ``col_stats``) are kept."""
+    import re
+
+    if not isinstance(value, dict):
+        return value
+    out_: dict[str, Any] = {}
+    for key, item in value.items():
+        snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+        if snake == "col_stats" and isinstance(item, dict):
+            out_[snake] = {column: snake_keys(stats) for column, stats in item.items()}
+        else:
+            out_[snake] = snake_keys(item)
+    return out_
+
+
+def commit_document(result) -> dict:
+    """A commit's result as the command line shows it: a commit without an identity (the batch
+    default, ``Long.MAX_VALUE`` as in Paimon) has ``commit_identifier`` null."""
+    from ..write.commit import BATCH_COMMIT_IDENTIFIER
+
+    document = result.to_dict()
+    if document.get("commit_identifier") == BATCH_COMMIT_IDENTIFIER:
+        document["commit_identifier"] = None
+    return document
+
+
+def _iso_time(given: str, flag: str):
     """An ISO 8601 time (``2026-11-21T08:00:00+00:00``, ``2026-11-21 08:00``, ``2026-11-21``); one
     without a zone is this machine's local time, as Paimon's ``scan.timestamp`` reads it."""
     from datetime import datetime
 
     try:
-        when = datetime.fromisoformat(text.strip())
+        when = datetime.fromisoformat(given.strip())
     except ValueError:
-        raise InvalidArgumentError(f"{flag} {text!r} is not an ISO 8601 time, e.g. 2026-11-21T08:00:00+00:00") \
+        raise InvalidArgumentError(f"{flag} {given!r} is not an ISO 8601 time, e.g. 2026-11-21T08:00:00+00:00") \
             from None
     return when if when.tzinfo is not None else when.astimezone()
 
@@ -352,7 +393,7 @@ def write(
                 observe_files(table.path, progress.files_written):
             result = table.write(data, overwrite=spec, row_kinds=kinds, commit_user=user,
                                  commit_identifier=commit_identifier)
-        out.result(result.to_dict())
+        out.result(commit_document(result))
 
 
 @command("watch")
@@ -372,7 +413,8 @@ def _partitions(texts: list[str] | None) -> list[dict[str, str]] | None:
 
 
 @command("compact")
-def compact_(identifier: Identifier, warehouse: Warehouse, full: bool = True,
+def compact_(identifier: Identifier, warehouse: Warehouse, full: Annotated[bool, typer.Option(
+                 help="One sorted run per bucket (--no-full: Paimon's universal compaction)")] = True,
              partition: Annotated[list[str] | None, typer.Option(help="k=v[,k2=v2]; repeat for several")] = None,
              bucket: Annotated[list[int] | None, typer.Option(help="Only these buckets; repeatable")] = None) -> None:
     """Dedicated compaction (full, or --no-full for Paimon's universal compaction)."""
@@ -393,9 +435,9 @@ def compact_(identifier: Identifier, warehouse: Warehouse, full: bool = True,
 
 @command("expire-snapshots")
 def expire_snapshots_(identifier: Identifier, warehouse: Warehouse,
-                      retain_min: int | None = None, retain_max: int | None = None,
+                      retain_min: RetainMin = None, retain_max: RetainMax = None,
                       older_than: Annotated[str | None, typer.Option(help="e.g. '1 h'; default snapshot.time-retained")]
-                      = None, max_deletes: int | None = None, dry_run: bool = False) -> None:
+                      = None, max_deletes: MaxDeletes = None, dry_run: DryRun = False) -> None:
     """Expire old snapshots by the table's options (overridable); --dry-run shows the plan."""
     from rich.console import Console
     from rich.progress import Progress
@@ -408,14 +450,18 @@ def expire_snapshots_(identifier: Identifier, warehouse: Warehouse,
             retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes, dry_run=dry_run,
             older_than_millis=older, progress=lambda done, total: bar.update(task, completed=done, total=total))
     out.result(result.to_dict())
+    if result.more_due and not out.json:  # (on stderr: stdout keeps the result alone)
+        typer.echo(f"up to {result.more_due} more snapshot(s) are due beyond this run's cap (--max-deletes, "
+                   "else snapshot.expire.limit): run expire-snapshots again", err=True)
 
 
 @command("expire-changelogs")
 def expire_changelogs_(identifier: Identifier, warehouse: Warehouse,
-                       retain_min: int | None = None, retain_max: int | None = None,
+                       retain_min: RetainMin = None, retain_max: RetainMax = None,
                        older_than: Annotated[str | None, typer.Option(help="e.g. '7 d'; default changelog.time-retained")]
-                       = None, max_deletes: int | None = None, delete_all: bool = False,
-                       dry_run: bool = False) -> None:
+                       = None, max_deletes: MaxDeletes = None, delete_all: Annotated[bool, typer.Option(
+                           help="Delete every changelog (a table no longer decoupled)")] = False,
+                       dry_run: DryRun = False) -> None:
     """Expire long-lived changelogs by the table's changelog.* options (overridable)."""
     table = _catalog(warehouse).get_table(identifier)
     older = duration_millis(older_than, "--older-than")
@@ -432,7 +478,7 @@ def tags_(identifier: Identifier, warehouse: Warehouse) -> None:
 
 
 @command("create-tag")
-def create_tag(identifier: Identifier, warehouse: Warehouse, name: str,
+def create_tag(identifier: Identifier, warehouse: Warehouse, name: Name,
                snapshot: Annotated[int | None, typer.Option(help="Default: the latest snapshot")] = None,
                time_retained: Annotated[str | None, typer.Option(help="Time-to-live, e.g. '7 d'")] = None) -> None:
     """Tag a snapshot."""
@@ -442,7 +488,7 @@ def create_tag(identifier: Identifier, warehouse: Warehouse, name: str,
 
 
 @command("delete-tag")
-def delete_tag(identifier: Identifier, warehouse: Warehouse, name: str, dry_run: bool = False) -> None:
+def delete_tag(identifier: Identifier, warehouse: Warehouse, name: Name, dry_run: DryRun = False) -> None:
     """Delete a tag (and the files of its expired snapshot that nothing else needs)."""
     table = _catalog(warehouse).get_table(identifier)
     with _busy(f"deleting tag {name!r}"):
@@ -452,7 +498,7 @@ def delete_tag(identifier: Identifier, warehouse: Warehouse, name: str, dry_run:
 
 
 @command("rename-tag")
-def rename_tag(identifier: Identifier, warehouse: Warehouse, old: str, new: str) -> None:
+def rename_tag(identifier: Identifier, warehouse: Warehouse, old: OldName, new: NewName) -> None:
     """Rename a tag."""
     _catalog(warehouse).get_table(identifier).tags.rename(old, new)
     out.done(f"renamed tag {old!r} to {new!r}", {"old": old, "new": new})
@@ -460,7 +506,7 @@ def rename_tag(identifier: Identifier, warehouse: Warehouse, old: str, new: str)
 
 @command("expire-tags")
 def expire_tags(identifier: Identifier, warehouse: Warehouse, older_than: Annotated[str | None, typer.Option(
-        help="Also tags without a TTL older than this, e.g. '30 d'")] = None, dry_run: bool = False) -> None:
+        help="Also tags without a TTL older than this, e.g. '30 d'")] = None, dry_run: DryRun = False) -> None:
     """Delete tags whose time-to-live ran out."""
     table = _catalog(warehouse).get_table(identifier)
     names = table.tags.expire(older_than_millis=duration_millis(older_than, "--older-than"), dry_run=dry_run)
@@ -485,9 +531,10 @@ def auto_tag(identifier: Identifier, warehouse: Warehouse) -> None:
 
 @command("rollback")
 def rollback_(identifier: Identifier, warehouse: Warehouse,
-              snapshot: Annotated[int | None, typer.Option()] = None,
-              tag: Annotated[str | None, typer.Option()] = None,
-              timestamp_millis: Annotated[int | None, typer.Option()] = None) -> None:
+              snapshot: Annotated[int | None, typer.Option(help="Roll back to this snapshot id")] = None,
+              tag: Annotated[str | None, typer.Option(help="Roll back to this tag's snapshot")] = None,
+              timestamp_millis: Annotated[int | None, typer.Option(
+                  help="Roll back to the snapshot at or before this time (epoch milliseconds)")] = None) -> None:
     """Roll back to a snapshot, a tag or a time (later snapshots and tags are removed)."""
     table = _catalog(warehouse).get_table(identifier)
     with _busy(f"rolling back {identifier}"):
@@ -503,9 +550,9 @@ def branches_(identifier: Identifier, warehouse: Warehouse) -> None:
 
 
 @command("create-branch")
-def create_branch(identifier: Identifier, warehouse: Warehouse, name: str,
+def create_branch(identifier: Identifier, warehouse: Warehouse, name: Name,
                   tag: Annotated[str | None, typer.Option(help="Start from this tag; default: empty")] = None,
-                  ignore_if_exists: bool = False) -> None:
+                  ignore_if_exists: IfExists = False) -> None:
     """Create a branch, empty (main's schema) or from a tag."""
     branch = _catalog(warehouse).get_table(identifier).branches.create(name, tag=tag,
                                                                        ignore_if_exists=ignore_if_exists)
@@ -515,21 +562,22 @@ def create_branch(identifier: Identifier, warehouse: Warehouse, name: str,
 
 
 @command("delete-branch")
-def delete_branch(identifier: Identifier, warehouse: Warehouse, name: str) -> None:
+def delete_branch(identifier: Identifier, warehouse: Warehouse, name: Name) -> None:
     """Delete a branch (files only it wrote become orphans for remove-orphan-files)."""
     _catalog(warehouse).get_table(identifier).branches.delete(name)
     out.done(f"deleted branch {name!r}", {"branch": name, "deleted": True})
 
 
 @command("rename-branch")
-def rename_branch(identifier: Identifier, warehouse: Warehouse, old: str, new: str) -> None:
+def rename_branch(identifier: Identifier, warehouse: Warehouse, old: OldName, new: NewName) -> None:
     """Rename a branch."""
     _catalog(warehouse).get_table(identifier).branches.rename(old, new)
     out.done(f"renamed branch {old!r} to {new!r}", {"old": old, "new": new})
 
 
 @command("fast-forward")
-def fast_forward(identifier: Identifier, warehouse: Warehouse, branch: str) -> None:
+def fast_forward(identifier: Identifier, warehouse: Warehouse,
+                 branch: Annotated[str, typer.Argument(help="The branch whose history the table takes")]) -> None:
     """Make the main branch equal to BRANCH (main's later snapshots and tags are replaced)."""
     table = _catalog(warehouse).get_table(identifier)
     with _busy(f"fast-forwarding main to {branch!r}"):
@@ -543,7 +591,7 @@ def fast_forward(identifier: Identifier, warehouse: Warehouse, branch: str) -> N
 def remove_orphan_files_(identifier: Identifier, warehouse: Warehouse,
                          older_than: Annotated[str, typer.Option(help="Only files older than this")] = "1 d",
                          min_older_than: Annotated[str, typer.Option(help="Refuse a shorter --older-than (the longest a writer keeps files uncommitted, plus clock skew)")] = "1 h",
-                         dry_run: bool = False) -> None:
+                         dry_run: DryRun = False) -> None:
     """Delete files no snapshot or tag references (dry run first!)."""
     table = _catalog(warehouse).get_table(identifier)
     older, minimum = duration_millis(older_than, "--older-than"), duration_millis(min_older_than, "--min-older-than")
@@ -559,7 +607,7 @@ def remove_orphan_files_(identifier: Identifier, warehouse: Warehouse,
 @command("expire-partitions")
 def expire_partitions_(identifier: Identifier, warehouse: Warehouse,
                        expiration: Annotated[str | None, typer.Option(help="Default partition.expiration-time")] = None,
-                       dry_run: bool = False) -> None:
+                       dry_run: DryRun = False) -> None:
     """Drop partitions older than the expiration time (by their values, or update time)."""
     table = _catalog(warehouse).get_table(identifier)
     result = table.expire_partitions(expiration_millis=duration_millis(expiration, "--expiration"), dry_run=dry_run)
@@ -577,7 +625,7 @@ def analyze_(identifier: Identifier, warehouse: Warehouse,
     statistics = read_statistics(table.refresh())
     if statistics is None:  # an empty table: nothing to analyze
         raise SnapshotNotFoundError(f"{identifier} has no snapshot to analyze")
-    out.result(statistics)
+    out.result(snake_keys(statistics))  # (Paimon's statistics file spells them in camelCase)
 
 
 @command("consumers")

@@ -103,6 +103,10 @@ class ExpireResult:
     dry_run: bool
     deleted_files: int = 0
     expired_changelogs: int = 0
+    #: snapshots the options would also expire, beyond this run's cap (``max_deletes``,
+    #: ``snapshot.expire.limit``): at most this many (the next one is due by time; the count is
+    #: by the retention counts and consumers), 0 when the cap was not reached
+    more_due: int = 0
 
     @property
     def expired_snapshots(self) -> int:
@@ -110,7 +114,8 @@ class ExpireResult:
 
     def to_dict(self) -> dict[str, object]:
         return {**self.plan.to_dict(), "dry_run": self.dry_run, "expired_snapshots": self.expired_snapshots,
-                "deleted_files": self.deleted_files, "expired_changelogs": self.expired_changelogs}
+                "deleted_files": self.deleted_files, "expired_changelogs": self.expired_changelogs,
+                "more_due": self.more_due}
 
 
 def expire_range(table: TableMeta, *, retain_min: int, retain_max: int, time_retained_millis: int, max_deletes: int,
@@ -148,6 +153,23 @@ def expire_range(table: TableMeta, *, retain_min: int, retain_max: int, time_ret
     if interrupted is not None and earliest < interrupted <= latest:
         end = max(end, interrupted)
     return earliest, (end if end > earliest else None)
+
+
+def _more_due(table: TableMeta, end: int, *, retain_min: int, older_than: int) -> int:
+    """After a run capped at ``end``: how many more snapshots may be due (0 if snapshot ``end``
+    itself must stay by time; else those the retention count and consumers allow). One read."""
+    manager = table.snapshot_manager
+    latest = manager.latest_id()
+    if latest is None:
+        return 0
+    upper = latest - retain_min + 1
+    consumer_min = None if table.options.consumer_changelog_only else table.consumer_manager.min_next_snapshot()
+    if consumer_min is not None:
+        upper = min(upper, consumer_min)
+    successor = manager.try_snapshot(end + 1)
+    if upper <= end or successor is None or successor.time_millis >= older_than:
+        return 0
+    return upper - end
 
 
 class _TagVanished(Exception):
@@ -273,8 +295,10 @@ def expire_snapshots(table: TableMeta, *, retain_min: int | None = None, retain_
         if not dry_run and not after_commit:  # a crashed run that had deleted its snapshots left its marker
             table.snapshot_manager.end_expiry(None)
         return ExpireResult(plan=ExpirePlan(earliest=earliest, end=None), dry_run=dry_run)
+    more = _more_due(table, end, retain_min=retain_min, older_than=int(clock() * 1000) - time_retained) \
+        if not after_commit and end - earliest >= limit else 0
     if dry_run:
-        return ExpireResult(plan=plan_expiry(table, earliest, end, decoupled=decoupled), dry_run=True)
+        return ExpireResult(plan=plan_expiry(table, earliest, end, decoupled=decoupled), dry_run=True, more_due=more)
     # the handshake with tag creation (module docstring): the marker before the tag listing
     basis = table.snapshot_manager.try_snapshot(end)  # the snapshot this run keeps, as planned
     marker = table.snapshot_manager.begin_expiry(end, keeps=basis)
@@ -327,4 +351,5 @@ def expire_snapshots(table: TableMeta, *, retain_min: int | None = None, retain_
     expired_changelogs = 0
     if decoupled:  # our manual expiry honours the changelog options too (Paimon's Spark procedure does not)
         expired_changelogs = len(expire_changelogs(table, clock=clock).changelog_ids)
-    return ExpireResult(plan=plan, dry_run=False, deleted_files=total, expired_changelogs=expired_changelogs)
+    return ExpireResult(plan=plan, dry_run=False, deleted_files=total, expired_changelogs=expired_changelogs,
+                        more_due=more)

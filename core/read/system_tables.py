@@ -14,7 +14,7 @@ from ..fs import join
 from ..meta.layout import bucket_directory
 from ..meta.schema import type_to_json_value
 
-_TS = pa.timestamp("ms")
+_TS = pa.timestamp("ms", tz="UTC")  # instants (epoch milliseconds): printed with their zone
 
 
 def _snapshots(table) -> pa.Table:

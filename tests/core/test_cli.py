@@ -160,7 +160,7 @@ def test_retain_max_alone_is_not_refused_for_the_default_retain_min(tmp_path):
     assert done["changelog_ids"] == [1, 2, 3]  # the latest changelog always stays
     bad = invoke("expire-changelogs", "db.t", "-w", wh, "--retain-min", "3", "--retain-max", "2")
     assert bad.exit_code == 2 and bad.output.count("\n") == 1
-    assert "InvalidArgumentError: retain_max (2) must be at least retain_min (3)" in bad.output
+    assert "InvalidArgumentError: --retain-max (2) must be at least --retain-min (3)" in bad.output
 
 
 def _on_a_terminal(*args: str) -> str:
@@ -299,3 +299,51 @@ def test_the_documented_life_of_a_table_runs_line_by_line(tmp_path, monkeypatch)
         assert out.exit_code == 0, f"{line}\n{out.output}"
         ran += 1
     assert ran >= 14 and not Catalog(str(tmp_path / "wh")).list_databases()
+
+
+def test_every_option_and_argument_has_help_text():
+    import click
+    import typer.main
+
+    group = typer.main.get_command(app)
+    context = click.Context(group)
+    missing = [f"{name} {p.name}" for name in group.list_commands(context)
+               for p in group.get_command(context, name).params
+               if p.name != "help" and not (getattr(p, "help", None) or "").strip()]
+    assert not missing, missing
+
+
+def test_output_speaks_no_python(tmp_path):
+    """Issue 38, item 2: piped text has no Python reprs (lists, dicts, True/False), times are ISO
+    8601 with their zone, JSON keys are snake_case (analyze too), a commit without an identity shows
+    none, errors name flags and durations, and a capped expiry says more are due."""
+    import re
+
+    wh = str(tmp_path / "wh")
+    invoke("create-database", "shop", "-w", wh)
+    invoke("create-table", "shop.o", "-w", wh, "-c", "id:BIGINT NOT NULL", "-c", "dt:STRING NOT NULL", "-k", "id",
+           "-k", "dt", "-p", "dt", "-o", "bucket=2", "-o", "snapshot.num-retained.min=1")
+    data = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"id": [1, 2], "dt": ["a", "b"]}), data)
+    written = invoke("write", "shop.o", "-w", wh, str(data)).output
+    assert "already_committed\tfalse" in written and "commit_identifier\t\n" in written
+    assert "9223372036854775807" not in written and "False" not in written
+    described = invoke("describe", "shop.o", "-w", wh).output
+    assert "primary keys: id, dt" in described and "options: bucket=2, snapshot.num-retained.min=1" in described
+    assert "[" not in described and "{" not in described
+    snapshots = invoke("snapshots", "shop.o", "-w", wh).output
+    assert re.search(r"\t\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00\t", snapshots), snapshots
+    analyzed = json.loads(invoke("--json", "analyze", "shop.o", "-w", wh).output)
+    assert "merged_record_count" in analyzed and "col_stats" in analyzed and "null_count" in analyzed["col_stats"]["id"]
+    bad = invoke("expire-snapshots", "shop.o", "-w", wh, "--retain-max", "1", "--retain-min", "3")
+    assert "--retain-max (1) must be at least --retain-min (3)" in bad.output
+    floor = invoke("remove-orphan-files", "shop.o", "-w", wh, "--older-than", "10 min")
+    assert "--older-than (10 min) is below the safety floor (1 h)" in " ".join(floor.output.split())
+    for _ in range(4):
+        invoke("write", "shop.o", "-w", wh, str(data))
+    capped = invoke("expire-snapshots", "shop.o", "-w", wh, "--older-than", "0 s", "--max-deletes", "2")
+    more = Catalog(wh).get_table("shop.o").snapshot_manager.latest_id() - 3  # all but the latest, after 1 and 2
+    assert capped.exit_code == 0 and f"more_due\t{more}" in capped.output and more > 0, capped.output
+    assert f"up to {more} more snapshot(s) are due" in capped.output
+    rest = invoke("--json", "expire-snapshots", "shop.o", "-w", wh, "--older-than", "0 s")
+    assert json.loads(rest.output)["more_due"] == 0 and json.loads(rest.output)["expired_snapshots"] == more
