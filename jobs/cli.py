@@ -109,6 +109,7 @@ def _pipes() -> Iterator[Any]:
 
 def _run_job(name: str, fn, args, kwargs, pipes) -> int:
     """Run the job; print its result (and hand it to Pipes and the result file); the exit code."""
+    _SIGNALLED.clear()
     try:
         with ExitStack() as running, typed_errors():  # a user's mistake Spark reported, typed
             running.enter_context(_sigterm_interrupts())
@@ -121,6 +122,13 @@ def _run_job(name: str, fn, args, kwargs, pipes) -> int:
         _fail(name, "JobInterrupted", _interrupted_message(stop), pipes)
         return stop.exit_code if isinstance(stop, Interrupted) else 130
     except Exception as exc:
+        if _SIGNALLED and not isinstance(exc, PaimonflowError):
+            # the interrupt was raised inside a library call that turned it into its own error
+            # (Py4J: a signal during a call shuts its socket, and the next call fails)
+            signalled = Interrupted(_SIGNALLED[0])
+            _fail(name, "JobInterrupted", f"interrupted by {signalled.signal_name}; the job's Spark work was "
+                  f"cancelled ({type(exc).__name__} on the way out)", pipes)
+            return signalled.exit_code
         found = user_error(exc)  # a missing file, a permission
         if found is not None:
             _fail(name, *found, pipes)
@@ -161,7 +169,11 @@ def _interrupted_message(stop: KeyboardInterrupt) -> str:
             f"{stop.files_removed} uncommitted files its tasks had written were removed")
 
 
+_SIGNALLED: list[int] = []  # the SIGTERMs this job received (a library may turn the interrupt into its own error)
+
+
 def _terminated(signum, frame) -> None:
+    _SIGNALLED.append(signum)
     raise Interrupted(signum)
 
 

@@ -15,18 +15,15 @@ termination): the one cancellation that works on a classic session and on Spark 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import sys
-import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 
 from paimonflow.core.errors import SparkUnavailableError
-from paimonflow.core.options.parse import parse_duration_millis
 
-from .spark_info import default_parallelism, is_connect
+# the job tags of the Spark work a job starts (jobs/job_tags.py), re-exported for the integrations
+from .job_tags import cancellable, interrupt, stop_tagged_tasks, tagged
+from .spark_info import default_parallelism
 
 DEFAULT_MASTER = "local[2]"
 
@@ -118,77 +115,5 @@ def register(spark) -> None:
                                     "__module__": PaimonflowDataSource.__module__}))
 
 
-_TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
-
-
-@contextmanager
-def tagged(spark, label: str) -> Iterator[str]:
-    """Run the block with a fresh job tag on ``spark`` (yielded), removed afterwards. On Spark
-    Connect the tag is the session's operation tag; on a classic session, the SparkContext's job
-    tag (a classic session's own tags are known only to the thread that added them, and an
-    ``on_kill`` comes from another)."""
-    tag = f"paimonflow-{_TAG_UNSAFE.sub('-', label)[:80]}-{uuid.uuid4().hex[:12]}"
-    connect = is_connect(spark)
-    if connect:
-        spark.addTag(tag)
-    else:
-        spark.sparkContext.addJobTag(tag)
-    try:
-        yield tag
-    finally:
-        if connect:
-            spark.removeTag(tag)
-        else:
-            spark.sparkContext.removeJobTag(tag)
-
-
-@contextmanager
-def cancellable(spark, label: str) -> Iterator[str]:
-    """:func:`tagged`, and if the block is left by an interruption (``KeyboardInterrupt``,
-    ``SystemExit``, a scheduler's own interrupt) the Spark work under the tag is interrupted
-    before the interruption goes on. Errors of the job pass unchanged."""
-    with tagged(spark, label) as tag:
-        try:
-            yield tag
-        except Exception:
-            raise
-        except BaseException:
-            interrupt(spark, tag)
-            raise
-
-
-def stop_tagged_tasks(spark, tag: str, *, timeout_s: float = 60.0) -> None:
-    """Interrupt the Spark work tagged ``tag`` and return once none of its tasks can still write:
-    on a classic session when its status tracker shows no running task of the tag's jobs, then
-    ``spark.python.task.killTimeout`` more (a killed task's Python worker is destroyed only that
-    long after the task); on Spark Connect, whose client sees no tasks, after that grace alone."""
-    import time
-
-    interrupt(spark, tag)
-    grace = 2.0
-    if not is_connect(spark):
-        context = spark.sparkContext
-        with contextlib.suppress(Exception):
-            grace = parse_duration_millis(context.getConf().get("spark.python.task.killTimeout", "2s")) / 1000
-        tracker, deadline = context.statusTracker(), time.monotonic() + timeout_s
-        while time.monotonic() < deadline and _running_tasks(context, tracker, tag):
-            time.sleep(0.1)
-    time.sleep(grace + 0.5)
-
-
-def _running_tasks(context, tracker, tag: str) -> int:
-    running = 0
-    for job in context._jsc.sc().statusTracker().getJobIdsForTag(tag):
-        info = tracker.getJobInfo(job)
-        for stage in info.stageIds if info is not None else ():
-            stage_info = tracker.getStageInfo(stage)
-            running += stage_info.numActiveTasks if stage_info is not None else 0
-    return running
-
-
-def interrupt(spark, tag: str) -> None:
-    """Interrupt the Spark work tagged ``tag`` by :func:`cancellable`, from any thread."""
-    if is_connect(spark):
-        spark.interruptTag(tag)
-    else:
-        spark.sparkContext.cancelJobsWithTag(tag)
+__all__ = ["cancellable", "interrupt", "launched_by_spark", "register", "remote_url", "spark_session",
+           "stop_tagged_tasks", "tagged"]

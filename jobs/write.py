@@ -36,9 +36,9 @@ from paimonflow.core.write.signals import signals_deferred
 from paimonflow.core.write.writer_token import files_of_token, new_token
 
 from .executor import executor_identity
+from .job_tags import stop_tagged_tasks, tagged
 from .location import TableLocation
 from .result import JobResult, Stopwatch
-from .session import stop_tagged_tasks, tagged
 from .spark_errors import is_malformed_record
 from .spark_info import default_parallelism
 
@@ -200,9 +200,9 @@ def _remove_task_files(spark, table, tag: str | None, token: str, exc: BaseExcep
     messages: stop the tasks still running, wait until none runs, and delete every file a task of
     this job wrote (found by the job's token; nothing committed them). A failure to clean up leaves
     orphans for ``remove-orphan-files`` and never hides the job's own error."""
+    if tag is not None:
+        stop_tagged_tasks(spark, tag)  # (never raises: when Spark cannot tell, it waits longer)
     try:
-        if tag is not None:
-            stop_tagged_tasks(spark, tag)
         found = files_of_token(table, token)
         for path in found:
             table.file_io.delete(path)

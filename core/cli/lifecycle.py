@@ -11,7 +11,7 @@ import typer
 from ..errors import InvalidArgumentError
 from .contract import pairs
 from .expressions import parse_filter
-from .verbs import Identifier, Warehouse, _catalog, _parse_type, command, commit_document, out
+from .verbs import Identifier, Warehouse, catalog_of, command, commit_document, out, parse_type
 
 CommitUser = Annotated[str | None, typer.Option(
     help="Commit user of an exactly-once change (with --commit-identifier): a repeat commits nothing")]
@@ -30,7 +30,7 @@ def _identity(user: str | None, identifier: int | None) -> tuple[str | None, int
 def drop_table(identifier: Identifier, warehouse: Warehouse,
                if_exists: Annotated[bool, typer.Option(help="No error if the table does not exist")] = False) -> None:
     """Drop a table: its folder and every file in it (there is no undo)."""
-    catalog = _catalog(warehouse)
+    catalog = catalog_of(warehouse)
     existed = catalog.table_exists(identifier)
     catalog.drop_table(identifier, ignore_if_not_exists=if_exists)
     out.done(f"dropped table {identifier}" if existed else f"table {identifier} did not exist",
@@ -42,7 +42,7 @@ def drop_database(name: Annotated[str, typer.Argument(help="The database")], war
                   cascade: Annotated[bool, typer.Option(help="Drop its tables too (else it must be empty)")] = False,
                   if_exists: Annotated[bool, typer.Option(help="No error if it does not exist")] = False) -> None:
     """Drop a database (with --cascade, and every table in it)."""
-    catalog = _catalog(warehouse)
+    catalog = catalog_of(warehouse)
     existed = catalog.database_exists(name)
     catalog.drop_database(name, ignore_if_not_exists=if_exists, cascade=cascade)
     out.done(f"dropped database {name}" if existed else f"database {name} did not exist",
@@ -53,7 +53,7 @@ def drop_database(name: Annotated[str, typer.Argument(help="The database")], war
 def rename_table(identifier: Identifier, new_name: Annotated[str, typer.Argument(help="<database>.<table>")],
                  warehouse: Warehouse) -> None:
     """Rename a table (one atomic rename of its folder, on a local disk)."""
-    table = _catalog(warehouse).rename_table(identifier, new_name)
+    table = catalog_of(warehouse).rename_table(identifier, new_name)
     out.done(f"renamed table {identifier} to {table.identifier}", {"old": identifier, "new": table.identifier})
 
 
@@ -62,7 +62,7 @@ def truncate(identifier: Identifier, warehouse: Warehouse, commit_user: CommitUs
              commit_identifier: CommitIdentifier = None) -> None:
     """Delete every row (one OVERWRITE snapshot; older snapshots still read them until expired)."""
     user, number = _identity(commit_user, commit_identifier)
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     out.result(commit_document(table.truncate(commit_user=user, commit_identifier=number)))
 
 
@@ -72,7 +72,7 @@ def delete(identifier: Identifier, warehouse: Warehouse,
            commit_user: CommitUser = None, commit_identifier: CommitIdentifier = None) -> None:
     """Delete the rows a condition selects (primary-key tables with the deduplicate merge engine)."""
     user, number = _identity(commit_user, commit_identifier)
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     result = table.delete(parse_filter(where, "--where", table.arrow_schema), commit_user=user,
                           commit_identifier=number)
     if result is None:
@@ -121,13 +121,13 @@ def alter(
     changes: list = []
     for text in add_column or ():
         name, type_text = split(text, "--add-column", "name:TYPE, e.g. note:STRING")
-        changes.append(AddColumn(name, _parse_type(type_text)))
+        changes.append(AddColumn(name, parse_type(type_text)))
     changes += [DropColumn(name) for name in drop_column or ()]
     for text in rename_column or ():
         changes.append(RenameColumn(*split(text, "--rename-column", "old:new")))
     for text in widen or ():
         name, type_text = split(text, "--widen", "name:TYPE, e.g. qty:BIGINT")
-        changes.append(UpdateColumnType(name, _parse_type(type_text)))
+        changes.append(UpdateColumnType(name, parse_type(type_text)))
     changes += [UpdateColumnNullability(name, True) for name in nullable or ()]
     for text in column_comment or ():
         changes.append(UpdateColumnComment(*split(text, "--column-comment", "name:text")))
@@ -138,6 +138,6 @@ def alter(
     if not changes:
         raise InvalidArgumentError("alter needs at least one change: --add-column, --drop-column, --rename-column, "
                                    "--widen, --nullable, --column-comment, --comment, --set or --unset")
-    table = _catalog(warehouse).get_table(identifier).alter(changes)
+    table = catalog_of(warehouse).get_table(identifier).alter(changes)
     out.done(f"altered {identifier}: schema {table.schema.id}, {len(changes)} change(s)",
              {"table": identifier, "schema_id": table.schema.id, "changes": len(changes)})

@@ -47,7 +47,7 @@ OldName = Annotated[str, typer.Argument(help="The current name")]
 NewName = Annotated[str, typer.Argument(help="The new name")]
 
 
-def _catalog(warehouse: str, *, must_exist: bool = True) -> Catalog:
+def catalog_of(warehouse: str, *, must_exist: bool = True) -> Catalog:
     from ..fs import storage_options_from_env
 
     catalog = Catalog(warehouse, storage_options={**storage_options_from_env(), **_STORAGE} or None)
@@ -103,7 +103,7 @@ def _busy(text: str):
     return console.status(text, spinner="dots") if console.is_terminal else nullcontext()
 
 
-def _parse_type(text: str) -> pa.DataType:
+def parse_type(text: str) -> pa.DataType:
     from ..meta.schema import to_arrow_type_from_text
 
     return to_arrow_type_from_text(text)
@@ -113,7 +113,7 @@ def _parse_type(text: str) -> pa.DataType:
 def create_database(name: Annotated[str, typer.Argument(help="The database")], warehouse: Warehouse,
                     ignore_if_exists: IfExists = False) -> None:
     """Create a database (and the warehouse, if new)."""
-    _catalog(warehouse, must_exist=False).create_database(name, ignore_if_exists=ignore_if_exists)
+    catalog_of(warehouse, must_exist=False).create_database(name, ignore_if_exists=ignore_if_exists)
     out.done(f"created database {name}", {"database": name})
 
 
@@ -121,7 +121,7 @@ def create_database(name: Annotated[str, typer.Argument(help="The database")], w
 def list_(warehouse: Warehouse, database: Annotated[str | None, typer.Argument(
         help="List this database's tables (default: the databases)")] = None) -> None:
     """List databases, or the tables of one database."""
-    catalog = _catalog(warehouse)
+    catalog = catalog_of(warehouse)
     if database:
         out.lines("tables", catalog.list_tables(database))
     else:
@@ -155,9 +155,9 @@ def create_table(
         name, sep, type_text = spec.partition(":")
         if not sep:
             raise InvalidArgumentError(f"column {spec!r} must be name:TYPE, e.g. id:BIGINT")
-        fields.append(pa.field(name, _parse_type(type_text)))
+        fields.append(pa.field(name, parse_type(type_text)))
     options = pairs(option, "table option")
-    table = _catalog(warehouse).create_table(identifier, pa.schema(fields), primary_keys=primary_key or [],
+    table = catalog_of(warehouse).create_table(identifier, pa.schema(fields), primary_keys=primary_key or [],
                                              partition_keys=partition_key or [], options=options)
     out.done(f"created table {table.identifier} at {table.path}",
              {"table": table.identifier, "path": table.path, "schema_id": table.schema.id})
@@ -168,7 +168,7 @@ def describe(identifier: Identifier, warehouse: Warehouse) -> None:
     """Schema, keys, options and the latest snapshot of a table."""
     from ..meta.schema import type_to_json_value
 
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     latest = table.latest_snapshot()
     described = {
         "table": identifier, "schema_id": table.schema.id,
@@ -193,7 +193,7 @@ def describe(identifier: Identifier, warehouse: Warehouse) -> None:
 @command()
 def snapshots(identifier: Identifier, warehouse: Warehouse) -> None:
     """The table's snapshots."""
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     out.rows(table.system_table("snapshots").select(
         ["snapshot_id", "schema_id", "commit_kind", "commit_time", "total_record_count", "delta_record_count",
          "commit_user"]), title=f"{identifier}$snapshots")
@@ -202,7 +202,7 @@ def snapshots(identifier: Identifier, warehouse: Warehouse) -> None:
 @command()
 def files(identifier: Identifier, warehouse: Warehouse) -> None:
     """Live data files of the latest snapshot."""
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     out.rows(table.system_table("files").select(
         ["partition", "bucket", "level", "record_count", "file_size_in_bytes", "file_path"]),
         title=f"{identifier}$files")
@@ -235,7 +235,7 @@ def read(
     if columns is not None:
         column = [*(column or ()), *(c.strip() for c in columns.split(",") if c.strip())]
     at = _iso_time(timestamp, "--timestamp") if timestamp is not None else None
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     where = None
     if filter_text is not None:
         from .expressions import parse_filter
@@ -379,7 +379,7 @@ def write(
     if kinds is not None and kinds not in ("+I", "-U", "+U", "-D"):
         raise InvalidArgumentError(f"--row-kind must be +I, -U, +U or -D, not {kinds!r}")
     spec: bool | dict[str, str] = pairs(partition.split(","), "--partition") if partition is not None else overwrite
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     user = commit_user or new_commit_user(table.options.commit_user_prefix)
     number = BATCH_COMMIT_IDENTIFIER if commit_identifier is None else commit_identifier
     before = table.snapshot_manager.latest_id() or 0
@@ -403,7 +403,7 @@ def watch_(identifier: Identifier, warehouse: Warehouse, cursor: Annotated[str |
     from ..read.watch import Observation, watch
 
     last = Observation.from_cursor(cursor) if cursor else None
-    result = watch(_catalog(warehouse).get_table(identifier).snapshot_manager, last)
+    result = watch(catalog_of(warehouse).get_table(identifier).snapshot_manager, last)
     out.document(result.to_dict())  # always JSON: the output is the next cursor
 
 
@@ -423,7 +423,7 @@ def compact_(identifier: Identifier, warehouse: Warehouse, full: Annotated[bool,
     from .interrupts import commit_outcome
 
     specs = _partitions(partition)
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     user, before = new_commit_user(table.options.commit_user_prefix), table.snapshot_manager.latest_id() or 0
     with commit_outcome(lambda: table.committed_snapshot(user, BATCH_COMMIT_IDENTIFIER, after=before,
                                                          kinds=(CommitKind.COMPACT,))):
@@ -442,7 +442,7 @@ def expire_snapshots_(identifier: Identifier, warehouse: Warehouse,
     from rich.console import Console
     from rich.progress import Progress
 
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     older = duration_millis(older_than, "--older-than")
     with Progress(console=Console(stderr=True), transient=True, disable=out.json) as bar:
         task = bar.add_task("deleting files", total=None)
@@ -463,7 +463,7 @@ def expire_changelogs_(identifier: Identifier, warehouse: Warehouse,
                            help="Delete every changelog (a table no longer decoupled)")] = False,
                        dry_run: DryRun = False) -> None:
     """Expire long-lived changelogs by the table's changelog.* options (overridable)."""
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     older = duration_millis(older_than, "--older-than")
     with _busy(f"expiring changelogs of {identifier}"):
         result = table.expire_changelogs(retain_min=retain_min, retain_max=retain_max, max_deletes=max_deletes,
@@ -474,7 +474,7 @@ def expire_changelogs_(identifier: Identifier, warehouse: Warehouse,
 @command("tags")
 def tags_(identifier: Identifier, warehouse: Warehouse) -> None:
     """List tags."""
-    out.rows(_catalog(warehouse).get_table(identifier).system_table("tags"), title=f"{identifier}$tags")
+    out.rows(catalog_of(warehouse).get_table(identifier).system_table("tags"), title=f"{identifier}$tags")
 
 
 @command("create-tag")
@@ -482,7 +482,7 @@ def create_tag(identifier: Identifier, warehouse: Warehouse, name: Name,
                snapshot: Annotated[int | None, typer.Option(help="Default: the latest snapshot")] = None,
                time_retained: Annotated[str | None, typer.Option(help="Time-to-live, e.g. '7 d'")] = None) -> None:
     """Tag a snapshot."""
-    tag = _catalog(warehouse).get_table(identifier).tags.create(name, snapshot_id=snapshot,
+    tag = catalog_of(warehouse).get_table(identifier).tags.create(name, snapshot_id=snapshot,
                                                                 time_retained=time_retained)
     out.done(f"tag {name!r} → snapshot {tag.id}", {"tag": name, "snapshot_id": tag.id})
 
@@ -490,7 +490,7 @@ def create_tag(identifier: Identifier, warehouse: Warehouse, name: Name,
 @command("delete-tag")
 def delete_tag(identifier: Identifier, warehouse: Warehouse, name: Name, dry_run: DryRun = False) -> None:
     """Delete a tag (and the files of its expired snapshot that nothing else needs)."""
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     with _busy(f"deleting tag {name!r}"):
         done = table.tags.delete(name, dry_run=dry_run)
     out.done(f"{'would delete' if dry_run else 'deleted'} tag {name!r}; {len(done.freed_files)} file(s) freed",
@@ -500,7 +500,7 @@ def delete_tag(identifier: Identifier, warehouse: Warehouse, name: Name, dry_run
 @command("rename-tag")
 def rename_tag(identifier: Identifier, warehouse: Warehouse, old: OldName, new: NewName) -> None:
     """Rename a tag."""
-    _catalog(warehouse).get_table(identifier).tags.rename(old, new)
+    catalog_of(warehouse).get_table(identifier).tags.rename(old, new)
     out.done(f"renamed tag {old!r} to {new!r}", {"old": old, "new": new})
 
 
@@ -508,7 +508,7 @@ def rename_tag(identifier: Identifier, warehouse: Warehouse, old: OldName, new: 
 def expire_tags(identifier: Identifier, warehouse: Warehouse, older_than: Annotated[str | None, typer.Option(
         help="Also tags without a TTL older than this, e.g. '30 d'")] = None, dry_run: DryRun = False) -> None:
     """Delete tags whose time-to-live ran out."""
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     names = table.tags.expire(older_than_millis=duration_millis(older_than, "--older-than"), dry_run=dry_run)
     out.result({"expired": names, "dry_run": dry_run})
 
@@ -516,7 +516,7 @@ def expire_tags(identifier: Identifier, warehouse: Warehouse, older_than: Annota
 @command("auto-tag")
 def auto_tag(identifier: Identifier, warehouse: Warehouse) -> None:
     """Create the automatic tags due now (tag.automatic-creation) and trim by tag.num-retained-max."""
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     with _busy("creating automatic tags"):
         result = table.run_auto_tag()
     if out.json:
@@ -536,7 +536,7 @@ def rollback_(identifier: Identifier, warehouse: Warehouse,
               timestamp_millis: Annotated[int | None, typer.Option(
                   help="Roll back to the snapshot at or before this time (epoch milliseconds)")] = None) -> None:
     """Roll back to a snapshot, a tag or a time (later snapshots and tags are removed)."""
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     with _busy(f"rolling back {identifier}"):
         done = table.rollback(snapshot_id=snapshot, tag=tag, timestamp_millis=timestamp_millis)
     out.result({"target": done.target, "removed_snapshots": list(done.removed_snapshots),
@@ -546,7 +546,7 @@ def rollback_(identifier: Identifier, warehouse: Warehouse,
 @command("branches")
 def branches_(identifier: Identifier, warehouse: Warehouse) -> None:
     """List branches (open one as <database>.<table>$branch_<name> in every other verb)."""
-    out.rows(_catalog(warehouse).get_table(identifier).system_table("branches"), title=f"{identifier}$branches")
+    out.rows(catalog_of(warehouse).get_table(identifier).system_table("branches"), title=f"{identifier}$branches")
 
 
 @command("create-branch")
@@ -554,7 +554,7 @@ def create_branch(identifier: Identifier, warehouse: Warehouse, name: Name,
                   tag: Annotated[str | None, typer.Option(help="Start from this tag; default: empty")] = None,
                   ignore_if_exists: IfExists = False) -> None:
     """Create a branch, empty (main's schema) or from a tag."""
-    branch = _catalog(warehouse).get_table(identifier).branches.create(name, tag=tag,
+    branch = catalog_of(warehouse).get_table(identifier).branches.create(name, tag=tag,
                                                                        ignore_if_exists=ignore_if_exists)
     latest = branch.snapshot_manager.latest_id()
     out.done(f"branch {name!r} → {branch.identifier} (latest snapshot {latest})",
@@ -564,14 +564,14 @@ def create_branch(identifier: Identifier, warehouse: Warehouse, name: Name,
 @command("delete-branch")
 def delete_branch(identifier: Identifier, warehouse: Warehouse, name: Name) -> None:
     """Delete a branch (files only it wrote become orphans for remove-orphan-files)."""
-    _catalog(warehouse).get_table(identifier).branches.delete(name)
+    catalog_of(warehouse).get_table(identifier).branches.delete(name)
     out.done(f"deleted branch {name!r}", {"branch": name, "deleted": True})
 
 
 @command("rename-branch")
 def rename_branch(identifier: Identifier, warehouse: Warehouse, old: OldName, new: NewName) -> None:
     """Rename a branch."""
-    _catalog(warehouse).get_table(identifier).branches.rename(old, new)
+    catalog_of(warehouse).get_table(identifier).branches.rename(old, new)
     out.done(f"renamed branch {old!r} to {new!r}", {"old": old, "new": new})
 
 
@@ -579,7 +579,7 @@ def rename_branch(identifier: Identifier, warehouse: Warehouse, old: OldName, ne
 def fast_forward(identifier: Identifier, warehouse: Warehouse,
                  branch: Annotated[str, typer.Argument(help="The branch whose history the table takes")]) -> None:
     """Make the main branch equal to BRANCH (main's later snapshots and tags are replaced)."""
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     with _busy(f"fast-forwarding main to {branch!r}"):
         done = table.branches.fast_forward(branch)
     out.result({"branch": done.branch, "from_snapshot": done.from_snapshot,
@@ -593,7 +593,7 @@ def remove_orphan_files_(identifier: Identifier, warehouse: Warehouse,
                          min_older_than: Annotated[str, typer.Option(help="Refuse a shorter --older-than (the longest a writer keeps files uncommitted, plus clock skew)")] = "1 h",
                          dry_run: DryRun = False) -> None:
     """Delete files no snapshot or tag references (dry run first!)."""
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     older, minimum = duration_millis(older_than, "--older-than"), duration_millis(min_older_than, "--min-older-than")
     if older is None or minimum is None:
         raise InvalidArgumentError("--older-than and --min-older-than must not be empty")
@@ -609,7 +609,7 @@ def expire_partitions_(identifier: Identifier, warehouse: Warehouse,
                        expiration: Annotated[str | None, typer.Option(help="Default partition.expiration-time")] = None,
                        dry_run: DryRun = False) -> None:
     """Drop partitions older than the expiration time (by their values, or update time)."""
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     result = table.expire_partitions(expiration_millis=duration_millis(expiration, "--expiration"), dry_run=dry_run)
     out.result(result.to_dict())
 
@@ -620,7 +620,7 @@ def analyze_(identifier: Identifier, warehouse: Warehouse,
     """Compute table statistics and commit them as an ANALYZE snapshot."""
     from ..maintenance.statistics import read_statistics
 
-    table = _catalog(warehouse).get_table(identifier)
+    table = catalog_of(warehouse).get_table(identifier)
     table.analyze(column)
     statistics = read_statistics(table.refresh())
     if statistics is None:  # an empty table: nothing to analyze
@@ -632,7 +632,7 @@ def analyze_(identifier: Identifier, warehouse: Warehouse,
 def consumers_(identifier: Identifier, warehouse: Warehouse,
                reset: Annotated[str | None, typer.Option(help="id=next_snapshot, or id= to delete")] = None) -> None:
     """List consumers (their next snapshot), or reset one."""
-    manager = _catalog(warehouse).get_table(identifier).consumer_manager
+    manager = catalog_of(warehouse).get_table(identifier).consumer_manager
     if reset:
         cid, sep, value = reset.partition("=")
         if not sep or not cid or not (value.isdigit() or value == ""):

@@ -419,3 +419,21 @@ def test_spark_driver_stopped_by_sigterm_while_its_tasks_write_leaves_no_file(se
           f"files left {len(left)}")
     assert not left and not missing, (len(left), sorted(left)[:3], sorted(missing)[:3])
     assert table.snapshot_manager.latest_id() is None
+
+
+def test_an_interrupt_a_library_turned_into_its_own_error_still_exits_as_an_interrupt(capsys):
+    """Py4J catches a KeyboardInterrupt that lands inside a call, shuts that call's socket and the
+    next call raises its own error: the job command line still reports the SIGTERM it received
+    (exit 143, one JobInterrupted line), not an internal error (a clean-clone run met it)."""
+    from paimonflow.jobs import cli
+
+    def job():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except KeyboardInterrupt as exc:  # as Py4J's send_command, then its next call
+            raise RuntimeError("Answer from Java side is empty") from exc
+
+    assert cli._run_job("write", job, (), {}, None) == 128 + signal.SIGTERM
+    line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert line["error"] == "JobInterrupted" and "SIGTERM" in line["message"] and "RuntimeError" in line["message"]
