@@ -18,16 +18,23 @@ KINDS = {".parquet": "Parquet", ".parq": "Parquet", ".orc": "ORC", ".csv": "CSV"
          ".jsonl": "JSON", ".ndjson": "JSON"}
 
 
-def read_input(path: Path, schema: pa.Schema) -> pa.Table:
-    """The rows of ``path``; text formats parsed with ``schema``'s types (the table's)."""
+def _kind(path: Path, reader: str) -> str:
+    """The kind of the input file ``path`` (``Parquet``, ``ORC``, ``CSV``, ``JSON``); a
+    :class:`SourceError` for a missing file, a folder or an unknown suffix (``reader``: who reads it)."""
     if not path.exists():
         raise SourceError(f"{path}: no such file")
     if path.is_dir():
         raise SourceError(f"{path}: is a directory; give the files in it")
     kind = KINDS.get(path.suffix.lower())
     if kind is None:
-        raise SourceError(f"{path}: unknown file kind {path.suffix or '(no suffix)'!r}; write reads "
+        raise SourceError(f"{path}: unknown file kind {path.suffix or '(no suffix)'!r}; {reader} reads "
                           f"{', '.join(sorted(KINDS))} files")
+    return kind
+
+
+def read_input(path: Path, schema: pa.Schema) -> pa.Table:
+    """The rows of ``path``; text formats parsed with ``schema``'s types (the table's)."""
+    kind = _kind(path, "write")
     try:
         return _read(path, kind, schema)
     except (pa.ArrowException, OSError, ValueError) as exc:
@@ -64,12 +71,7 @@ def _read(path: Path, kind: str, schema: pa.Schema) -> pa.Table:
 def schema_of(path: Path) -> pa.Schema:
     """The columns of a sample file (``create-table --like``): a Parquet or ORC file's own schema,
     a CSV or JSON-lines file's as pyarrow infers it from the first rows."""
-    if not path.exists() or path.is_dir():
-        raise SourceError(f"{path}: no such file")
-    kind = KINDS.get(path.suffix.lower())
-    if kind is None:
-        raise SourceError(f"{path}: unknown file kind {path.suffix or '(no suffix)'!r}; --like reads "
-                          f"{', '.join(sorted(KINDS))} files")
+    kind = _kind(path, "--like")
     try:
         if kind == "Parquet":
             import pyarrow.parquet as pq
