@@ -710,9 +710,13 @@ class Table:
     # -- schema ------------------------------------------------------------------------------
 
     def alter(self, changes) -> Table:
-        """Apply schema changes (add/drop/rename columns, widen types, set/remove options)."""
+        """Apply schema changes (add/drop/rename columns, widen types, set/remove options). A new
+        schema file is a change of the table: the capability gate refuses it where writes are
+        refused (a feature paimonflow does not implement, an option it does not know)."""
         from .meta.schema_changes import SetOption
         from .options.validate import validate_user_options
+
+        self.capabilities.require(Operation.WRITE)
 
         for change in changes:
             if isinstance(change, SetOption):

@@ -9,7 +9,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from paimonflow.core import Catalog
+from paimonflow.core import AddColumn, Catalog, col
 from paimonflow.core.errors import UnsupportedFeatureError
 from paimonflow.core.meta.capabilities import (
     REFUSED,
@@ -104,7 +104,9 @@ def _with_options(tmp_path, options: dict[str, str]):
 ENTRY_POINTS = {
     Operation.READ: [lambda t: t.read(), lambda t: t.plan(), lambda t: list(t.to_batches())],
     Operation.WRITE: [lambda t: t.write(pa.table({"id": [9], "v": ["z"]}, schema=SCHEMA)), lambda t: t.truncate(),
-                      lambda t: t.new_write(), lambda t: t.new_commit()],
+                      lambda t: t.new_write(), lambda t: t.new_commit(),
+                      lambda t: t.write(pa.table({"id": [9], "note": ["z"]}), schema_mode="merge"),
+                      lambda t: t.alter([AddColumn("note", pa.string())]), lambda t: t.delete(col("id") == 1)],
     Operation.COMPACT: [lambda t: t.compact(full=True), lambda t: t.compact(full=False)],
     Operation.EXPIRE: [lambda t: t.expire_snapshots(retain_min=1, retain_max=1, older_than_millis=0),
                        lambda t: t.expire_changelogs(retain_min=1, retain_max=1, older_than_millis=0)],
