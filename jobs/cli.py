@@ -32,7 +32,7 @@ from paimonflow.core.cli.contract import (
     pairs,
     user_error,
 )
-from paimonflow.core.errors import Interrupted, InvalidArgumentError, PaimonflowError
+from paimonflow.core.errors import Interrupted, InvalidArgumentError, PaimonflowError, files_removed
 from paimonflow.core.options.parse import parse_duration_millis
 
 from .location import TableLocation, storage_options_from_env
@@ -126,8 +126,9 @@ def _run_job(name: str, fn, args, kwargs, pipes) -> int:
             # the interrupt was raised inside a library call that turned it into its own error
             # (Py4J: a signal during a call shuts its socket, and the next call fails)
             signalled = Interrupted(_SIGNALLED[0])
-            _fail(name, "JobInterrupted", f"interrupted by {signalled.signal_name}; the job's Spark work was "
-                  f"cancelled ({type(exc).__name__} on the way out)", pipes)
+            signalled.files_removed = files_removed(exc)  # what the write deleted when the error passed
+            _fail(name, "JobInterrupted", f"{_interrupted_message(signalled)} ({type(exc).__name__} on the "
+                  "way out)", pipes)
             return signalled.exit_code
         found = user_error(exc)  # a missing file, a permission
         if found is not None:

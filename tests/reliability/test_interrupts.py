@@ -437,3 +437,25 @@ def test_an_interrupt_a_library_turned_into_its_own_error_still_exits_as_an_inte
     assert cli._run_job("write", job, (), {}, None) == 128 + signal.SIGTERM
     line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
     assert line["error"] == "JobInterrupted" and "SIGTERM" in line["message"] and "RuntimeError" in line["message"]
+
+
+def test_files_a_write_removed_under_a_library_error_made_of_the_interrupt_are_reported(capsys):
+    """The Spark write deletes its tasks' files whatever error the interrupt became (jobs/write.py
+    notes the count on it): the JobInterrupted line reports the count for Py4J's error too (a
+    clean-clone run on the standalone cluster met the line without it)."""
+    from paimonflow.core.errors import note_files_removed
+    from paimonflow.jobs import cli
+
+    def job():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        except KeyboardInterrupt as exc:
+            error = RuntimeError("Error while sending or receiving")
+            note_files_removed(error, 7)  # as jobs/write.py's _remove_task_files on the way out
+            raise error from exc
+
+    assert cli._run_job("write", job, (), {}, None) == 128 + signal.SIGTERM
+    line = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert line["error"] == "JobInterrupted", line
+    assert "the 7 uncommitted files its tasks had written were removed" in line["message"], line
