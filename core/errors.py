@@ -226,10 +226,10 @@ def note_files_removed(exc: BaseException, count: int) -> None:
     """Add ``count`` to the files removed on the way out of the write ``exc`` stopped, kept on
     ``exc`` (an :class:`Interrupted`, or the error a library made of the interrupt: Py4J turns a
     signal inside its call into a network error); :func:`files_removed` reads it back."""
-    try:
+    import contextlib
+
+    with contextlib.suppress(AttributeError, TypeError):  # an exception type that takes no attribute
         exc.files_removed = files_removed(exc) + count  # type: ignore[attr-defined]
-    except (AttributeError, TypeError):  # an exception type that takes no attribute
-        pass
 
 
 def files_removed(exc: BaseException) -> int:
