@@ -22,6 +22,7 @@ _EXPORTS = {
     "Operation": "meta.capabilities",
     "TableCapabilities": "meta.capabilities",
     "col": "predicate",
+    "TableScan": "read.lazy_scan",
     "Observation": "read.watch",
     "WatchResult": "read.watch",
     "watch": "read.watch",

@@ -40,6 +40,7 @@ from .options.core import CoreOptions
 from .options.registry import MergeEngine
 from .predicate import Predicate
 from .read.evolution import schema_for_time_travel
+from .read.lazy_scan import TableScan
 from .read.scan import ScanPlanner, Split, SplitReader
 from .write.commit import BATCH_COMMIT_IDENTIFIER, CommitResult, OverwriteSpec, TableCommit, new_commit_user
 from .write.signals import signals_deferred
@@ -706,6 +707,22 @@ class Table:
         filter = self.bind(filter, schema)
         splits = self._plan_snapshot(snapshot, schema, options, filter=filter)
         return reader.read_batches(splits, columns=columns, predicate=filter)
+
+    def scan(self, *, columns: Sequence[str] | None = None, filter: Predicate | None = None,
+             snapshot_id: int | None = None, tag: str | None = None,
+             timestamp: int | datetime | None = None) -> TableScan:
+        """A lazy scan of the same rows as :meth:`read` (same schema rules): nothing is read until
+        it is consumed, by this engine or another (DuckDB, Polars, pandas, pyarrow; see
+        :mod:`paimonflow.core.read.lazy_scan`). The snapshot is chosen now and held; unknown
+        columns and a filter that does not fit the columns fail now."""
+        snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
+        schema, options = self._time_travel(snapshot, travelling=_travels(snapshot_id, tag, timestamp))
+
+        def planner(predicate: Predicate | None) -> list[Split]:
+            return self._plan_snapshot(snapshot, schema, options, filter=predicate)
+
+        return TableScan(self, snapshot, schema, options, columns=columns, filter=filter, planner=planner,
+                         schemas=self._schema_by_id)
 
     # -- schema ------------------------------------------------------------------------------
 
