@@ -366,6 +366,19 @@ def _read_tag(t: FrontierTable) -> pa.Table:
     return _table(t).read(tag=TAG)
 
 
+def _scan_dataset(t: FrontierTable) -> pa.Table:
+    """The lazy scan as DuckDB reads it: its pyarrow dataset, queried by DuckDB."""
+    import duckdb
+
+    connection = _table(t).scan().to_duckdb("frontier", duckdb.connect())
+    return connection.sql("select * from frontier").to_arrow_table()
+
+
+def _scan_polars(t: FrontierTable) -> pa.Table:
+    """The lazy scan as Polars reads it (``scan_pyarrow_dataset``: the scan's ``to_batches``)."""
+    return _table(t).scan().to_polars().collect().to_arrow()
+
+
 def _write(t: FrontierTable) -> None:
     _table(t).write(t.fresh)
 
@@ -401,6 +414,8 @@ def _rollback(t: FrontierTable) -> None:
 OPERATIONS: tuple[Operation, ...] = (
     Operation("read", _read, read_only=True, gate=Gate.READ),
     Operation("read_tag", _read_tag, read_only=True, read_view="tagged_batch", gate=Gate.READ),
+    Operation("scan_duckdb", _scan_dataset, read_only=True, gate=Gate.READ),
+    Operation("scan_polars", _scan_polars, read_only=True, gate=Gate.READ),
     Operation("write", _write, Expect.FRESH, gate=Gate.WRITE),
     Operation("compact_full", _compact_full, Expect.FULL_COMPACTION, gate=Gate.COMPACT),
     Operation("compact_minor", _compact_minor, Expect.MINOR_COMPACTION, gate=Gate.COMPACT),
