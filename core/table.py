@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from functools import cache, cached_property
+from functools import cache, cached_property, partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -718,9 +718,7 @@ class Table:
         snapshot = self.resolve_snapshot(snapshot_id=snapshot_id, tag=tag, timestamp=timestamp)
         schema, options = self._time_travel(snapshot, travelling=_travels(snapshot_id, tag, timestamp))
 
-        def planner(predicate: Predicate | None) -> list[Split]:
-            return self._plan_snapshot(snapshot, schema, options, filter=predicate)
-
+        planner = partial(self._plan_snapshot, snapshot, schema, options)  # picklable (Polars)
         return TableScan(self, snapshot, schema, options, columns=columns, filter=filter, planner=planner,
                          schemas=self._schema_by_id)
 

@@ -50,7 +50,7 @@ class TableScan:
 
     def __init__(self, table, snapshot, schema, options, *, columns: Sequence[str] | None,
                  filter: Predicate | None, planner, schemas) -> None:
-        """Made by :meth:`Table.scan <paimonflow.core.table.Table.scan>`: ``planner(predicate)``
+        """Made by :meth:`Table.scan <paimonflow.core.table.Table.scan>`: ``planner(filter=predicate)``
         plans ``snapshot``'s splits for the read ``schema`` and ``options``; ``schemas(id)`` is
         the table's schema of that id."""
         self._table, self._snapshot, self._read_schema, self._options = table, snapshot, schema, options
@@ -225,7 +225,7 @@ class TableScan:
     def _plan(self, predicate: Predicate | None) -> list[Split]:
         splits = self._splits.get(predicate)
         if splits is None:
-            splits = self._splits[predicate] = self._planner(predicate)
+            splits = self._splits[predicate] = self._planner(filter=predicate)
         return splits
 
     def _require_known(self, columns: Sequence[str]) -> None:

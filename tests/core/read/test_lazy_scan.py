@@ -312,3 +312,31 @@ def test_any_arrow_filter_gives_exactly_the_rows_pyarrow_keeps(append_table, exp
     got = pa.Table.from_batches(list(append_table.scan().to_batches(columns=["id", "v"], filter=expression)),
                                 schema=expected.schema)
     assert ordered(got).equals(expected), str(expression)
+
+
+def test_a_scan_of_a_table_on_an_object_store_reads_through_duckdb_and_polars(s3_bucket, s3_storage_options):
+    catalog = Catalog(f"s3://{s3_bucket}/wh", storage_options=s3_storage_options)
+    catalog.create_database("db")
+    table = catalog.create_table("db.events", SCHEMA, partition_keys=["dt"])
+    for d in range(3):
+        table.write(rows(d, 0, 100))
+    table = table.refresh()
+    dataset = table.scan().to_pyarrow_dataset()
+    assert dataset.files and all(not f.startswith("s3://") for f in dataset.files)  # paths of pyarrow's S3 file system
+    connection = table.scan().to_duckdb("events")
+    assert connection.sql(f"select count(*), sum(v) from events where dt = '{DAYS[1]}'").fetchall() == \
+        [(100, sum(i * 0.5 for i in range(100)))]
+    got = table.scan().to_polars().filter(pl.col("id") < 10).collect()
+    assert got.height == 30 and ordered(got.to_arrow().cast(SCHEMA)).equals(
+        ordered(table.read(filter=col("id") < 10)))
+
+
+def test_a_scan_pickles_with_its_snapshot_held(append_table):
+    """Polars may serialize its plan with the scan in it; the copy reads the same snapshot."""
+    import pickle
+
+    scan = append_table.scan(columns=["id"], filter=col("dt") == DAYS[0])
+    append_table.write(rows(0, 5000, 5))
+    copy = pickle.loads(pickle.dumps(scan))
+    assert copy.snapshot_id == scan.snapshot_id and copy.to_arrow().equals(scan.to_arrow())
+    assert copy.count_rows() == 300
