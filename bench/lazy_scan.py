@@ -71,7 +71,7 @@ import duckdb, psutil
 from paimonflow.core import Catalog
 from tests.file_opens import FileOpens
 where, side = sys.argv[1], sys.argv[2]
-QUERY = %r
+QUERY = sys.argv[4]
 connection = duckdb.connect()
 connection.sql("select 1").fetchall()
 table = Catalog(os.path.join(where, "wh")).get_table("db.orders")
@@ -94,7 +94,7 @@ seconds, cpu = time.perf_counter() - clock, sum(process.cpu_times()[:2]) - cpu
 peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")) * 1024
 print(json.dumps({"side": side, "seconds": seconds, "cpu_seconds": cpu, "files_opened": len(opens.data_files),
                   "peak_rss_mb": peak / 2**20, "rss_before_mb": rss / 2**20, "answer": answer}))
-""" % QUERY
+"""
 
 
 def main() -> None:
@@ -110,7 +110,7 @@ def main() -> None:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     results = []
     for side in ("scan", "read", "parquet"):
-        done = subprocess.run([sys.executable, "-c", _SIDE, where, side, root], capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-c", _SIDE, where, side, root, QUERY], capture_output=True, text=True,
                               check=True)
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
     answers = {json.dumps(r.pop("answer")) for r in results}
