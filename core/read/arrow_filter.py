@@ -129,9 +129,10 @@ class _CSchema(ctypes.Structure):
                 ("dictionary", ctypes.c_void_p), ("release", ctypes.c_void_p), ("private_data", ctypes.c_void_p)]
 
 
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+# a prototype of its own (setting argtypes on ctypes.pythonapi's shared attribute would change it
+# for every other user in the process)
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
 
 
 def _ordered_metadata(schema: pa.Schema) -> list[tuple[str, str]]:

@@ -128,7 +128,7 @@ class TableScan:
         wanted = self._columns if columns is None else list(columns)
         taken: list[pa.RecordBatch] = []
         remaining = num_rows
-        for batch in self.to_batches(wanted, filter, **options):
+        for batch in self.to_batches(wanted, filter, **options) if num_rows > 0 else ():
             taken.append(batch.slice(0, remaining))
             remaining -= min(remaining, batch.num_rows)
             if remaining <= 0:

@@ -336,6 +336,10 @@ class Operation:
     read_only: bool = False
     read_view: str = "batch"
     spark: bool = False
+    #: runs other engines' native threads in this process (DuckDB, Polars): only once no CLI cell
+    #: is starting a process (a process spawned while their threads ran failed now and then with
+    #: EFAULT, "Bad address", on a clean-clone run)
+    engines: bool = False
     gate: Gate = field(kw_only=True)
 
 
@@ -414,8 +418,8 @@ def _rollback(t: FrontierTable) -> None:
 OPERATIONS: tuple[Operation, ...] = (
     Operation("read", _read, read_only=True, gate=Gate.READ),
     Operation("read_tag", _read_tag, read_only=True, read_view="tagged_batch", gate=Gate.READ),
-    Operation("scan_duckdb", _scan_dataset, read_only=True, gate=Gate.READ),
-    Operation("scan_polars", _scan_polars, read_only=True, gate=Gate.READ),
+    Operation("scan_duckdb", _scan_dataset, read_only=True, engines=True, gate=Gate.READ),
+    Operation("scan_polars", _scan_polars, read_only=True, engines=True, gate=Gate.READ),
     Operation("write", _write, Expect.FRESH, gate=Gate.WRITE),
     Operation("compact_full", _compact_full, Expect.FULL_COMPACTION, gate=Gate.COMPACT),
     Operation("compact_minor", _compact_minor, Expect.MINOR_COMPACTION, gate=Gate.COMPACT),
@@ -724,7 +728,7 @@ def run_frontier(workdir: Path, features: Sequence[Feature] = FEATURES,
                  operations: Sequence[Operation] = OPERATIONS, *, spark: Any = None) -> Matrix:
     """Build the frontier with pypaimon, run every operation on its own copy of every table
     (CLI operations in parallel with the in-process ones, then the ``spark`` operations one at a
-    time on this thread), judge each cell with pypaimon. ``spark``: the SparkSession, this
+    time on this thread, then, once every CLI cell is done, the ``engines`` ones), judge each cell with pypaimon. ``spark``: the SparkSession, this
     thread's active one (the jobs take the active session; without one they would start a
     second); required when an operation is a ``spark`` one."""
     import time
@@ -744,7 +748,7 @@ def run_frontier(workdir: Path, features: Sequence[Feature] = FEATURES,
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         running = [pool.submit(run_cell, cell) for cell in cells if cell.operation.cli]
         for cell in cells:
-            if not cell.operation.cli and not cell.operation.spark:
+            if not cell.operation.cli and not cell.operation.spark and not cell.operation.engines:
                 run_cell(cell)
         lap("in process")
         for cell in cells:
@@ -754,6 +758,10 @@ def run_frontier(workdir: Path, features: Sequence[Feature] = FEATURES,
         for future in running:
             future.result()
         lap("cli (waiting)")
+    for cell in cells:
+        if cell.operation.engines:
+            run_cell(cell)
+    lap("other engines")
     oracle = FrontierOracle(workdir)
     judged = [cell for cell in cells if not cell.outcome]
     for cell in judged:

@@ -342,10 +342,13 @@ def run_java_frontier(peer: JavaPeer, workdir: Path, operations: Sequence[Operat
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         running = [pool.submit(run_cell, c.cell) for c in cells if c.cell.operation.cli]
         for c in cells:
-            if not c.cell.operation.cli:
+            if not c.cell.operation.cli and not c.cell.operation.engines:
                 run_cell(c.cell)
         for future in running:
             future.result()
+    for c in cells:  # DuckDB and Polars once no CLI cell starts a process (Operation.engines)
+        if c.cell.operation.engines:
+            run_cell(c.cell)
     lap("operations")
     ran = [c for c in cells if not c.cell.outcome]
     reads = java_reads(peer, ran)
