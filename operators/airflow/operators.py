@@ -689,17 +689,30 @@ class PaimonReadChangesOperator(PaimonJobOperator):
                 "output_format": self.output_format}
 
     def run_core(self, hook, arguments):
-        import os
+        """The same export and result as the Spark job's (jobs/maintenance.py ``read_changes``):
+        the output directory on the connection's storage in ``output_format``, and the counts of
+        each row kind."""
+        import pyarrow.compute as pc
 
-        import pyarrow.parquet as pq
+        from paimonflow.core.data.data_file import ROW_KIND_NAMES
+        from paimonflow.core.data.export import export_rows
+        from paimonflow.core.read.incremental import ROWKIND
 
         table = hook.get_table(self.table)
-        end = arguments["end_snapshot"] or table.snapshot_manager.latest_id()
-        rows = table.read_changes(arguments["start_snapshot"], end, mode=arguments["mode"])
-        os.makedirs(arguments["output"], exist_ok=True)
-        pq.write_table(rows, os.path.join(arguments["output"], "changes.parquet"))
-        return {"job": self.job, "table": self.table, "snapshot_id": end, "rows": rows.num_rows,
-                "output": arguments["output"]}
+        start = arguments["start_snapshot"]
+        end = arguments["end_snapshot"] if arguments["end_snapshot"] is not None else \
+            table.snapshot_manager.latest_id()
+        if end is None:
+            raise InvalidArgumentError(f"table {self.table!r} has no snapshot")
+        if not 0 <= start < end:
+            raise InvalidArgumentError(f"read-changes needs 0 <= start < end, got start {start} and end {end}")
+        rows = table.read_changes(start, end, mode=arguments["mode"])
+        export_rows(rows, arguments["output"], arguments["output_format"], hook.location(self.table).storage_options)
+        counted = pc.value_counts(rows[ROWKIND]).to_pylist() if rows.num_rows else []
+        found = {c["values"]: c["counts"] for c in counted}
+        kinds = {kind: found[kind] for kind in ROW_KIND_NAMES if found.get(kind)}
+        return {"job": self.job, "table": self.table, "snapshot_id": end, "start_snapshot": start,
+                "end_snapshot": end, "rows": rows.num_rows, "row_kinds": kinds, "output": arguments["output"]}
 
 
 class PaimonBranchOperator(PaimonJobOperator):
