@@ -9,6 +9,7 @@ import pyarrow as pa
 import typer
 
 from ..catalog import Catalog
+from ..data.types import schema_holding_signed
 from ..errors import InvalidArgumentError, SnapshotNotFoundError, WarehouseNotFoundError
 from ..write.progress import observe_files
 from .contract import ContractGroup, duration_millis, pairs
@@ -150,7 +151,8 @@ def create_table(
     if like is not None:
         from .inputs import schema_of
 
-        fields = list(schema_of(like))  # (a type Paimon lacks is refused by create_table, named)
+        # unsigned columns take the signed type holding every value; a type Paimon lacks is refused, named
+        fields = list(schema_holding_signed(schema_of(like)))
     for spec in column or ():
         name, sep, type_text = spec.partition(":")
         if not sep:

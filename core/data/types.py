@@ -580,6 +580,35 @@ def to_arrow_field(f: DataField) -> pa.Field:
     return pa.field(f.name, to_arrow(f.type), f.type.nullable)
 
 
+_SIGNED_HOLDING = {8: pa.int16(), 16: pa.int32(), 32: pa.int64()}
+
+
+def holding_signed(arrow_type: pa.DataType) -> pa.DataType:
+    """``arrow_type`` with each unsigned integer in it (nested ones too) replaced by the narrowest
+    signed type that holds all its values: uint8 -> int16, uint16 -> int32, uint32 -> int64 (a
+    polars ``len()``). The type a table made from data takes (the write rule then widens the
+    data's values losslessly); uint64 has no such type and stays (refused by :func:`from_arrow`)."""
+    t, T = arrow_type, pa.types
+    if T.is_unsigned_integer(t):
+        return _SIGNED_HOLDING.get(t.bit_width, t)
+    if T.is_dictionary(t):
+        return holding_signed(t.value_type)
+    if T.is_list(t) or T.is_large_list(t):
+        make = pa.list_ if T.is_list(t) else pa.large_list
+        return make(t.value_field.with_type(holding_signed(t.value_type)))
+    if T.is_struct(t):
+        return pa.struct([f.with_type(holding_signed(f.type)) for f in t])
+    if T.is_map(t):
+        return pa.map_(t.key_field.with_type(holding_signed(t.key_type)),
+                       t.item_field.with_type(holding_signed(t.item_type)))
+    return t
+
+
+def schema_holding_signed(schema: pa.Schema) -> pa.Schema:
+    """:func:`holding_signed` of every field of ``schema`` (metadata kept)."""
+    return pa.schema([f.with_type(holding_signed(f.type)) for f in schema], metadata=schema.metadata)
+
+
 def from_arrow(arrow_type: pa.DataType, nullable: bool = True) -> DataType:
     """The Paimon type for an Arrow type.
 
@@ -598,7 +627,8 @@ def from_arrow(arrow_type: pa.DataType, nullable: bool = True) -> DataType:
         if check(t):
             return atomic(root, nullable=nullable)
     if T.is_unsigned_integer(t):
-        raise SchemaError(f"unsigned type {t} has no Paimon equivalent; cast it to a signed type")
+        raise SchemaError(f"unsigned type {t} has no Paimon equivalent; cast it to a signed type"
+                          + (" (int64 for values below 2^63, or decimal(20, 0))" if T.is_uint64(t) else ""))
     if T.is_string(t) or T.is_large_string(t) or T.is_string_view(t):
         return atomic(TypeRoot.VARCHAR, nullable=nullable, length=MAX_LENGTH)
     if T.is_fixed_size_binary(t) and not T.is_decimal(t):

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from ..data.types import equals_ignoring_ids, from_arrow, is_safe_widening
+from ..data.types import equals_ignoring_ids, from_arrow, holding_signed, is_safe_widening
 from ..errors import SchemaError
 from ..meta.schema import TableSchema
 from ..meta.schema_changes import AddColumn, SchemaChange, UpdateColumnType, apply_changes
@@ -46,13 +46,13 @@ def merge_changes(schema: TableSchema, data: pa.Schema, *, identifier: str = "th
             if f.name in keys:
                 problems.append(f"new column {f.name!r} cannot be a key column")
             else:
-                changes.append(AddColumn(f.name, f.type))
+                changes.append(AddColumn(f.name, holding_signed(f.type)))
             continue
-        incoming = from_arrow(f.type, nullable=current.type.nullable)
+        incoming = from_arrow(holding_signed(f.type), nullable=current.type.nullable)
         if equals_ignoring_ids(incoming, current.type) or is_safe_widening(incoming, current.type):
             continue  # stored as the table's type
         if f.name not in keys and is_safe_widening(current.type, incoming):
-            changes.append(UpdateColumnType(f.name, f.type))
+            changes.append(UpdateColumnType(f.name, holding_signed(f.type)))
         else:
             problems.append(f"column {f.name!r} is {current.type} in the table, {incoming} in the {what}")
     for name, f in fields.items():

@@ -31,6 +31,7 @@ import dagster as dg
 import pyarrow as pa
 from pydantic import Field, PrivateAttr
 
+from paimonflow.core.data.types import schema_holding_signed
 from paimonflow.core.errors import PaimonflowError, SchemaError, TableNotFoundError
 from paimonflow.core.meta.capabilities import Operation
 from paimonflow.core.write.evolve import merge_changes, with_missing_columns_as_null
@@ -97,7 +98,9 @@ class PaimonIOManager(dg.ConfigurableIOManager):
             if primary_keys:
                 primary_keys += [k for k in partition_keys if k not in primary_keys]
             keys = {*primary_keys, *partition_keys}
-            schema = pa.schema([f.with_nullable(False) if f.name in keys else f for f in data.schema])
+            # unsigned columns (polars' len() is u32) take the signed type holding every value
+            schema = pa.schema([f.with_nullable(False) if f.name in keys else f
+                                for f in schema_holding_signed(data.schema)])
             options = dict(meta.get("paimon/options") or ({"bucket": "1"} if primary_keys else {}))
             catalog.create_database(slice_.database, ignore_if_exists=True)
             table = catalog.create_table(slice_.identifier, schema, primary_keys=primary_keys,

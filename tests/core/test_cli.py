@@ -211,6 +211,18 @@ def test_version_names_paimonflow_pyarrow_and_python():
     assert out.exit_code == 0 and out.output.startswith(f"paimonflow {version('paimonflow')} (pyarrow {pa.__version__}")
 
 
+def test_create_table_like_a_file_with_unsigned_columns_takes_signed_types_that_hold_them(tmp_path):
+    wh = str(tmp_path / "wh")
+    sample = tmp_path / "counts.parquet"
+    pq.write_table(pa.table({"k": pa.array([1], pa.int64()), "n": pa.array([2**32 - 1], pa.uint32())}), sample)
+    assert invoke("create-database", "shop", "-w", wh).exit_code == 0
+    out = invoke("create-table", "shop.c", "-w", wh, "--like", str(sample))
+    assert out.exit_code == 0, out.output
+    assert Catalog(wh).get_table("shop.c").arrow_schema.field("n").type == pa.int64()
+    assert invoke("write", "shop.c", "-w", wh, str(sample)).exit_code == 0
+    assert Catalog(wh).get_table("shop.c").read().column("n").to_pylist() == [2**32 - 1]
+
+
 def test_a_tables_whole_life_from_the_command_line(tmp_path):
     """Issue 38, item 1: create from a sample file, write with a static partition, row kinds and an
     exactly-once identity, read with a filter, columns, a tag and a time, alter, delete, truncate,

@@ -6,6 +6,7 @@ nothing. Real Dagster materializations into a real warehouse (no Spark needed)."
 # No ``from __future__ import annotations``: Dagster reads annotations at runtime.
 
 from datetime import date, datetime
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -223,12 +224,29 @@ def test_standard_metadata_on_the_materialization(warehouse):
     result = dg.materialize([totals], resources=io(warehouse))
     meta = materialization(result, dg.AssetKey(["shop", "totals"]))
     table = Catalog(warehouse).get_table("shop.totals")
-    assert meta["dagster/table_name"] == "shop.totals" and meta["dagster/uri"] == table.path
+    assert meta["dagster/table_name"] == "shop.totals" and meta["dagster/uri"] == Path(table.path).as_uri()
     assert meta["dagster/row_count"] == 2 and "dagster/partition_row_count" not in meta
     assert meta["paimon/snapshot_id"] == 1 and meta["paimon/commit_kind"] == "OVERWRITE"
     assert meta["paimon/files_written"] == 1 and meta["paimon/bytes_written"] > 0
     columns = {c.name: (c.type, c.constraints.nullable) for c in meta["dagster/column_schema"].columns}
     assert columns == {"day": ("STRING NOT NULL", False), "total": ("BIGINT", True)}
+
+
+def test_a_polars_count_makes_a_bigint_column_and_reads_back(warehouse):
+    """Issue 39: polars' len() and count() are u32; the table made from the frame takes BIGINT (the
+    signed type holding every u32 value), and a later output of the same frame writes into it."""
+    @dg.asset(key=["shop", "counts"])
+    def counts() -> pl.DataFrame:
+        frame = pl.DataFrame({"category": ["a", "a", "b"], "amount": [1.0, 2.0, 3.0]})
+        return frame.group_by("category").agg(pl.len().alias("orders"), pl.col("amount").count().alias("priced"))
+
+    assert dg.materialize([counts], resources=io(warehouse)).success
+    table = Catalog(warehouse).get_table("shop.counts")
+    assert table.arrow_schema.field("orders").type == pa.int64() and table.arrow_schema.field("priced").type == \
+        pa.int64()
+    assert sorted(table.read().to_pylist(), key=lambda r: r["category"]) == [
+        {"category": "a", "orders": 2, "priced": 2}, {"category": "b", "orders": 1, "priced": 1}]
+    assert dg.materialize([counts], resources=io(warehouse)).success  # again, into the BIGINT columns
 
 
 def test_mistakes_fail_in_one_line(warehouse):

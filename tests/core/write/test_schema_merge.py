@@ -72,3 +72,22 @@ def test_the_schema_changes_are_exported_for_alter(table):
     altered = table.alter([AddColumn("score", pa.float64()), UpdateColumnType("qty", pa.int64())])
     assert altered.arrow_schema.field("score").type == pa.float64()
     assert altered.arrow_schema.field("qty").type == pa.int64()
+
+
+def test_unsigned_columns_take_the_signed_type_that_holds_every_value(table):
+    """Issue 39: polars' len() is u32; a new unsigned column becomes the signed type holding all
+    its values (u32 -> BIGINT), an unsigned widening of a column too (u16 into INT stays INT,
+    u32 widens it to BIGINT), and uint64 (no such type) is refused in one line."""
+    data = pa.table({"id": pa.array([2], pa.int64()), "qty": pa.array([2**32 - 1], pa.uint32()),
+                     "count": pa.array([2**32 - 1], pa.uint32()), "small": pa.array([255], pa.uint8())})
+    table.write(data, schema_mode="merge")
+    fresh = table.refresh()
+    types = {f.name: f.type for f in fresh.arrow_schema}
+    assert types["count"] == pa.int64() and types["small"] == pa.int16() and types["qty"] == pa.int64()
+    assert {r["id"]: r for r in fresh.read().to_pylist()}[2]["count"] == 2**32 - 1
+    fresh.write(pa.table({"id": pa.array([3], pa.int64()), "small": pa.array([7], pa.uint16())}),
+                schema_mode="merge")
+    assert fresh.refresh().arrow_schema.field("small").type == pa.int32()
+    with pytest.raises(SchemaError, match=r"uint64 has no Paimon equivalent.*decimal"):
+        fresh.refresh().write(pa.table({"id": pa.array([4], pa.int64()), "big": pa.array([1], pa.uint64())}),
+                              schema_mode="merge")
