@@ -276,8 +276,8 @@ def dagster_demo(root: Path) -> None:
     result = example.defs.resolve_job_def("write_orders").execute_in_process(
         partition_key=hour, run_config={"loggers": {"console": {"config": {"log_level": level}}}})
     metadata = result.asset_materializations_for_node("paimon__shop__orders")[0].metadata
-    console.print(f"materialized paimon/shop/orders[{hour}]: snapshot {metadata['snapshot_id'].value}, "
-                  f"{metadata['rows_written'].value} rows")
+    console.print(f"materialized paimon/shop/orders[{hour}]: snapshot {metadata['paimon/snapshot_id'].value}, "
+                  f"{metadata['paimon/rows_written'].value} rows")
     console.print("the table's health checks ran after it (what they report is what Dagster's UI shows):")
     for check in result.get_asset_check_evaluations():
         found = {k: v.value for k, v in check.metadata.items()}

@@ -44,15 +44,14 @@ def commit_identity(context, step: str) -> tuple[str, int]:
 
 
 def result_metadata(result: dict[str, Any]) -> dict[str, Any]:
-    """Job result -> metadata a person reads at a glance (numbers stay numbers)."""
+    """Job result -> metadata a person reads at a glance (numbers stay numbers), each key in the
+    ``paimon/`` namespace beside Dagster's ``dagster/`` ones (``paimon/rows_written``)."""
     out: dict[str, Any] = {}
     for key, value in result.items():
         if value is None:
             continue
-        if isinstance(value, bool | int | float | str):
-            out[key] = value
-        else:
-            out[key] = dg.MetadataValue.json(value)
+        name = key if "/" in key else f"paimon/{key}"
+        out[name] = value if isinstance(value, bool | int | float | str) else dg.MetadataValue.json(value)
     return out
 
 

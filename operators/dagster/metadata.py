@@ -9,6 +9,7 @@ delta, so the same whichever engine committed).
 
 # No ``from __future__ import annotations``: kept like the other Dagster modules of the suite.
 
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -38,6 +39,11 @@ def stored_row_count(table: Any, snapshot: Any) -> int | None:
     return int(snapshot.total_record_count)
 
 
+def table_uri(path: str) -> str:
+    """A table's location as a URI: object stores' as they are, a local directory as ``file://``."""
+    return path if "://" in path else Path(path).absolute().as_uri()
+
+
 def table_metadata(table: Any, *, snapshot_id: int | None, committed: bool = True,
                    partition_rows: int | None = None, rows: int | None = None,
                    row_count: bool = True) -> dict[str, Any]:
@@ -46,7 +52,7 @@ def table_metadata(table: Any, *, snapshot_id: int | None, committed: bool = Tru
     count when the caller knows it (else :func:`stored_row_count`); ``row_count=False``: none."""
     meta: dict[str, Any] = {
         "dagster/table_name": table.identifier,
-        "dagster/uri": dg.MetadataValue.url(table.path) if "://" in table.path else dg.MetadataValue.path(table.path),
+        "dagster/uri": dg.MetadataValue.url(table_uri(table.path)),
         "dagster/storage_kind": STORAGE_KIND,
         "dagster/column_schema": column_schema(table),
     }

@@ -7,6 +7,11 @@ and ``paimon/end_snapshot``, and run config from ``run_config(start, end)`` (by 
 ``start_snapshot``/``end_snapshot`` config of the job's read-changes op, when named). A rollback
 past the cursor or expiry of unseen snapshots is reported (a ``paimon/rolled_back`` or
 ``paimon/expired_past`` tag on the run and a warning in the tick log), not silently skipped.
+
+``start_from="earliest"`` (the default) makes the first tick request the table's whole history;
+``"latest"`` makes it note the latest snapshot and request nothing, so only later commits are read
+(a sensor added beside a table with a long history). ``default_status`` as for any Dagster sensor
+(stopped until started in the UI, unless ``RUNNING``).
 """
 
 # No ``from __future__ import annotations``: Dagster reads these annotations at runtime.
@@ -16,6 +21,8 @@ from collections.abc import Callable, Sequence
 
 import dagster as dg
 
+from paimonflow.core.errors import InvalidArgumentError
+from paimonflow.core.read.watch import watch
 from paimonflow.operators.dagster.resources import PaimonResource
 
 from ..rule import DATA_KINDS, decide
@@ -23,7 +30,11 @@ from ..rule import DATA_KINDS, decide
 
 def paimon_snapshot_sensor(table: str, job, *, name: str | None = None, commit_kinds: Sequence[str] = DATA_KINDS,
                            read_op: str | None = None, run_config: Callable[[int, int], dict] | None = None,
-                           minimum_interval_seconds: int = 30) -> dg.SensorDefinition:
+                           minimum_interval_seconds: int = 30, start_from: str = "earliest",
+                           default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED
+                           ) -> dg.SensorDefinition:
+    if start_from not in ("earliest", "latest"):
+        raise InvalidArgumentError(f"start_from must be 'earliest' or 'latest', not {start_from!r}")
     sensor_name = name or "paimon_snapshots_" + table.replace(".", "_").replace("$", "_")
 
     def config_for(start: int, end: int) -> dict:
@@ -33,9 +44,16 @@ def paimon_snapshot_sensor(table: str, job, *, name: str | None = None, commit_k
             return {"ops": {read_op: {"config": {"start_snapshot": start, "end_snapshot": end}}}}
         return {}
 
-    @dg.sensor(name=sensor_name, job=job, minimum_interval_seconds=minimum_interval_seconds)
+    @dg.sensor(name=sensor_name, job=job, minimum_interval_seconds=minimum_interval_seconds,
+               default_status=default_status)
     def _sensor(context: dg.SensorEvaluationContext, paimon: PaimonResource):
+        if not context.cursor and start_from == "latest":  # the first tick: note where the table is
+            latest = watch(paimon.table(table).snapshot_manager, None).next_observation
+            context.update_cursor(json.dumps(latest.to_dict() if latest is not None else _BEFORE_ANY))
+            where = f"snapshot {latest.snapshot_id}" if latest is not None else "its first snapshot"
+            return dg.SkipReason(f"starting from the latest snapshot of {table}: reading commits after {where}")
         last = json.loads(context.cursor) if context.cursor else None
+        last = None if last == _BEFORE_ANY else last
         decision = decide(paimon.table(table), last, commit_kinds, on_rollback="restart", on_expired="continue")
         info = decision.payload
         if not decision.fire:
@@ -60,6 +78,9 @@ def paimon_snapshot_sensor(table: str, job, *, name: str | None = None, commit_k
                              tags=tags)
 
     return _sensor
+
+
+_BEFORE_ANY = {"before_any_snapshot": True}  # a "latest" start on a table with no snapshot yet
 
 
 __all__ = ["paimon_snapshot_sensor"]

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
@@ -60,9 +61,10 @@ def test_write_asset_materializes_and_a_reexecution_commits_nothing(spark, defs_
         with dg.execute_job(job, instance, tags={"dagster/partition": HOUR}) as first:
             assert first.success
             meta = first.asset_materializations_for_node("paimon__shop__orders")[0].metadata
-            assert meta["rows_written"].value == 8 and meta["snapshot_id"].value == 1
+            assert meta["paimon/rows_written"].value == 8 and meta["paimon/snapshot_id"].value == 1
+            assert not [k for k in meta if "/" not in k]  # every key in a namespace
             # Dagster's standard table metadata, as the UI shows it
-            assert meta["dagster/table_name"].value == "shop.orders" and meta["dagster/uri"].value == orders().path
+            assert meta["dagster/table_name"].value == "shop.orders" and meta["dagster/uri"].value == Path(orders().path).as_uri()
             assert meta["dagster/partition_row_count"].value == 8
             # a primary-key table's row count needs a merge of all its keys: not done after every write
             assert "dagster/row_count" not in meta
@@ -113,6 +115,46 @@ def test_sensor_requests_one_run_per_new_range(defs_module):
     context = dg.build_sensor_context(cursor=tick.cursor, resources=resources)
     rolled = sensor.evaluate_tick(context)
     assert len(rolled.run_requests) == 1 and rolled.run_requests[0].tags["paimon/rolled_back"] == "true"
+
+
+def test_a_sensor_starting_from_latest_reads_only_later_commits(tmp_path):
+    """Issue 39: a sensor added beside a table with history reads none of it with
+    ``start_from="latest"``; the first later commit is one run of exactly its range. On a table
+    without snapshots, the first commit is read."""
+    from paimonflow.core.errors import InvalidArgumentError
+    from paimonflow.operators.dagster import PaimonResource
+    from paimonflow.sensors.dagster import paimon_snapshot_sensor
+
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("shop")
+    history = catalog.create_table("shop.history", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"])
+    empty = catalog.create_table("shop.empty", SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"])
+    for i in range(5):
+        history.write(pa.table({"id": [i], "dt": ["2026-11-21"], "amount": [1.0]}, schema=SCHEMA))
+
+    @dg.op
+    def noop() -> None:
+        return None
+
+    @dg.job
+    def follow() -> None:
+        noop()
+
+    resources = {"paimon": PaimonResource(warehouse=str(tmp_path / "wh"))}
+    for t in (history.refresh(), empty):
+        before = t.snapshot_manager.latest_id() or 0
+        sensor = paimon_snapshot_sensor(t.identifier, follow, start_from="latest",
+                                        default_status=dg.DefaultSensorStatus.RUNNING)
+        assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+        first = sensor.evaluate_tick(dg.build_sensor_context(cursor=None, resources=resources))
+        assert first.run_requests == [] and first.cursor
+        t.refresh().write(pa.table({"id": [99], "dt": ["2026-11-21"], "amount": [2.0]}, schema=SCHEMA))
+        tick = sensor.evaluate_tick(dg.build_sensor_context(cursor=first.cursor, resources=resources))
+        [request] = tick.run_requests
+        assert (request.tags["paimon/start_snapshot"], request.tags["paimon/end_snapshot"]) == \
+            (str(before), str(before + 1)), t.identifier
+    with pytest.raises(InvalidArgumentError, match="start_from must be"):
+        paimon_snapshot_sensor("shop.history", follow, start_from="newest")
 
 
 @pytest.mark.slow
