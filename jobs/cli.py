@@ -9,6 +9,7 @@ and ``--conf k=v`` for Spark. Errors print one line on stderr and exit with code
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -130,9 +131,14 @@ def _run_job(name: str, fn, args, kwargs, pipes) -> int:
             _fail(name, "JobInterrupted", f"{_interrupted_message(signalled)} ({type(exc).__name__} on the "
                   "way out)", pipes)
             return signalled.exit_code
+        if _STOPPED_CONTEXT in str(exc):  # the master killed the application (a killed task), or lost it
+            _fail(name, "JobInterrupted", "the Spark application was stopped from outside (killed through its "
+                  "master, or its cluster lost it) before the job finished", pipes)
+            return USER_ERROR
         found = user_error(exc)  # a missing file, a permission
         if found is not None:
-            _fail(name, *found, pipes)
+            kind, message = found
+            _fail(name, kind, message, pipes)
             return USER_ERROR
         if _DEBUG["on"]:
             raise
@@ -156,9 +162,17 @@ def _run_job(name: str, fn, args, kwargs, pipes) -> int:
 
 
 def _fail(name: str, error: str, message: str, pipes=None) -> None:
-    print(json.dumps({"job": name, "error": error, "message": message}), file=sys.stderr, flush=True)
+    """One JSON line on stderr; the same record in the result file, so that a submitter that only
+    sees spark-submit's exit code (the Airflow Spark provider) fails with the job's own line."""
+    record = json.dumps({"job": name, "error": error, "message": message})
+    print(record, file=sys.stderr, flush=True)
     if pipes is not None:
         pipes.log.error(f"{error}: {message}")
+    if _RESULT_FILE["path"]:
+        from paimonflow.jobs.results import write_result
+
+        with contextlib.suppress(PaimonflowError, OSError):  # the error on stderr is the one that counts
+            write_result(_RESULT_FILE["path"], record, storage_options_from_env())
 
 
 def _interrupted_message(stop: KeyboardInterrupt) -> str:
@@ -170,6 +184,7 @@ def _interrupted_message(stop: KeyboardInterrupt) -> str:
             f"{stop.files_removed} uncommitted files its tasks had written were removed")
 
 
+_STOPPED_CONTEXT = "stopped SparkContext"  # Spark's words for a call on a context its cluster stopped
 _SIGNALLED: list[int] = []  # the SIGTERMs this job received (a library may turn the interrupt into its own error)
 
 

@@ -29,13 +29,30 @@ def write_result(uri: str, text: str, storage_options: Mapping[str, str] | None 
     io.write_bytes(uri, text.encode())
 
 
+def raise_if_failed(record: Mapping[str, Any] | None) -> None:
+    """Raise the job's own error when ``record`` is the error record a failed driver wrote
+    (``{"job", "error", "message"}``): the paimonflow error class of that name (the root class for
+    any other name), with the driver's one-line message."""
+    if not record or "error" not in record:
+        return
+    from paimonflow.core import errors
+
+    found = getattr(errors, str(record["error"]), None)
+    kind = found if isinstance(found, type) and issubclass(found, errors.PaimonflowError) else errors.PaimonflowError
+    message = str(record.get("message") or record["error"])
+    if kind is errors.PaimonflowError and record["error"] != "PaimonflowError":
+        message = f"{record['error']}: {message}"
+    raise kind(message)
+
+
 class ResultFile:
     """The submitter's side: a fresh place under the warehouse for one job's result (``uri``, for
     the driver), read back once with :meth:`take`. Leaving the ``with`` block deletes whatever is
     left, quietly, so a failed submission leaves nothing behind and its own error is the one seen."""
 
-    def __init__(self, warehouse: str, storage_options: Mapping[str, str] | None = None) -> None:
-        self.uri = f"{warehouse.rstrip('/')}/{RESULTS_DIR}/{uuid.uuid4().hex}.json"
+    def __init__(self, warehouse: str, storage_options: Mapping[str, str] | None = None, *,
+                 uri: str | None = None) -> None:
+        self.uri = uri or f"{warehouse.rstrip('/')}/{RESULTS_DIR}/{uuid.uuid4().hex}.json"
         self._io = get_file_io(self.uri, dict(storage_options or {}) or None)
 
     def take(self) -> dict[str, Any] | None:
@@ -58,4 +75,4 @@ class ResultFile:
             self._io.delete(self.uri)
 
 
-__all__ = ["RESULTS_DIR", "ResultFile", "write_result"]
+__all__ = ["RESULTS_DIR", "ResultFile", "raise_if_failed", "write_result"]

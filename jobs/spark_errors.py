@@ -5,12 +5,31 @@ instead of a JVM stack trace. Anything else stays as it is (a defect, reported i
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from paimonflow.core import errors
-from paimonflow.core.errors import DataError, PaimonflowError, SourceError
+from paimonflow.core.errors import (
+    DataError,
+    InvalidArgumentError,
+    InvalidNameError,
+    InvalidOptionError,
+    PaimonflowError,
+    SchemaError,
+    SourceError,
+    UnsupportedError,
+)
+
+#: paimonflow errors a task meets again on every attempt (the same rows, the same table): rows that
+#: do not fit the table, a value its column cannot hold, a null key, an argument or a feature
+#: refused. A task hands such an error to the driver as data (:func:`task_error`), and the driver
+#: raises it once (:func:`raise_task_error`), where Spark would run the task again first
+#: (``spark.task.maxFailures``: 4 attempts on a cluster). Anything else (storage, a lost executor)
+#: fails the task and is retried by Spark as usual.
+DETERMINISTIC_ERRORS: tuple[type[PaimonflowError], ...] = (SchemaError, DataError, InvalidArgumentError,
+                                                           InvalidNameError, InvalidOptionError, UnsupportedError)
 
 # "paimonflow.core.errors.SchemaError: column 'id' ..." as the last line of a task's traceback, or
 # after Spark's own words on one line ("Failed to ... writer: paimonflow.core.errors.SchemaError: ...")
@@ -68,6 +87,24 @@ def typed_errors() -> Iterator[None]:
         if typed is None:
             raise
         raise typed from None
+
+
+def task_error(exc: PaimonflowError) -> str:
+    """What a task returns instead of raising ``exc`` (one of :data:`DETERMINISTIC_ERRORS`): its
+    type and message, as JSON text."""
+    return json.dumps({"error": type(exc).__name__, "message": str(exc)})
+
+
+def raise_task_error(returned: Iterable[str | None]) -> None:
+    """Raise the first error the tasks returned (``returned``: each task's :func:`task_error`
+    text, or None), as its own paimonflow type and message; return if none did."""
+    for text in returned:
+        if text:
+            document = json.loads(text)
+            cls = getattr(errors, document["error"], None)
+            if not (isinstance(cls, type) and issubclass(cls, PaimonflowError)):
+                cls = PaimonflowError
+            raise _rebuilt(cls, document["message"])
 
 
 def _rebuilt(cls: type[PaimonflowError], message: str) -> PaimonflowError:

@@ -39,7 +39,7 @@ from .executor import executor_identity
 from .job_tags import stop_tagged_tasks, tagged
 from .location import TableLocation
 from .result import JobResult, Stopwatch
-from .spark_errors import is_malformed_record
+from .spark_errors import DETERMINISTIC_ERRORS, is_malformed_record, raise_task_error, task_error
 from .spark_info import default_parallelism
 
 if TYPE_CHECKING:
@@ -51,7 +51,13 @@ BUCKET_COLUMN = "__paimonflow_bucket"
 # more tasks than slots even out the load (measured on local[2], 80 buckets: 3 tasks as adaptive
 # execution sized them, 7.5 s; 4 tasks, 6.3 s)
 WRITERS_PER_SLOT = 2
-PAYLOAD_SCHEMA = "payload binary, executor string"
+# a writer task's one row: its pickled commit messages, its executor, and the deterministic error
+# (spark_errors.DETERMINISTIC_ERRORS) it met instead, raised once by the driver rather than retried
+PAYLOAD_SCHEMA = "payload binary, executor string, error string"
+_PAYLOAD = pa.schema([("payload", pa.binary()), ("executor", pa.string()), ("error", pa.string())])
+# the bucket of rows whose bucket key does not fit the table (a null key, a value out of range):
+# the writer task that gets them reports the error (no attempt of the bucketing task fails on it)
+UNFIT_BUCKET = -1
 TEXT_FORMATS = ("csv", "json")
 
 
@@ -106,21 +112,43 @@ def _with_buckets(location: TableLocation):
     """mapInArrow function: append each row's bucket (fixed buckets; 0 otherwise)."""
 
     def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from paimonflow.core.data.bucket import bucket_ids
-        from paimonflow.core.write.conform import conform
-
         table = location.open()
-        keys = list(table.schema.bucket_keys) if table.options.bucket > 0 else []
         for batch in batches:
-            if keys:
-                conformed = conform(pa.Table.from_batches([batch]).select(keys),
-                                    pa.schema([table.arrow_schema.field(k) for k in keys]))
-                buckets = bucket_ids([conformed.column(k) for k in keys], table.options.bucket).astype(np.int32)
-            else:
-                buckets = np.zeros(batch.num_rows, np.int32)
+            try:
+                buckets = bucket_of(table, batch)
+            except DETERMINISTIC_ERRORS:  # raised again, once, by the writer task that gets these rows
+                buckets = np.full(batch.num_rows, UNFIT_BUCKET, np.int32)
             yield batch.append_column(BUCKET_COLUMN, pa.array(buckets, pa.int32()))
 
     return add
+
+
+def bucket_of(table, batch: pa.RecordBatch) -> np.ndarray:
+    """Each row's bucket (fixed buckets; 0 otherwise); the bucket key's values converted to the
+    table's types first, so a key that does not fit raises its ``SchemaError`` or ``DataError``."""
+    from paimonflow.core.data.bucket import bucket_ids
+    from paimonflow.core.write.conform import conform
+
+    keys = list(table.schema.bucket_keys) if table.options.bucket > 0 else []
+    if not keys:
+        return np.zeros(batch.num_rows, np.int32)
+    conformed = conform(pa.Table.from_batches([batch]).select(keys),
+                        pa.schema([table.arrow_schema.field(k) for k in keys]), table.primary_keys)
+    return bucket_ids([conformed.column(k) for k in keys], table.options.bucket).astype(np.int32)
+
+
+def _fitting(table, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``batches``, after raising the error of any row whose bucket key did not fit the table
+    (:data:`UNFIT_BUCKET`: computing its bucket again raises what the bucketing task met)."""
+    import pyarrow.compute as pc
+
+    for batch in batches:
+        buckets = batch.column(BUCKET_COLUMN)
+        if batch.num_rows and pc.min(buckets).as_py() == UNFIT_BUCKET:
+            unfit = batch.filter(pc.equal(buckets, UNFIT_BUCKET))
+            bucket_of(table, unfit)
+            raise RuntimeError(f"{unfit.num_rows} rows were not given a bucket, and their bucket key fits")  # a bug
+        yield batch
 
 
 def _bucketed(df, table, location: TableLocation):
@@ -218,10 +246,16 @@ def _writer_task(location: TableLocation, overwrite: bool, row_kind_column: str 
     commit messages. Its file names carry the job's ``file_token`` (``core/write/writer_token.py``)."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        messages = write_batches(location.open(), batches, row_kind_column=row_kind_column, drop=[BUCKET_COLUMN],
-                                 overwrite=overwrite, commit_user=commit_user, file_token=file_token)
-        yield pa.RecordBatch.from_pydict({"payload": [pickle.dumps(messages)], "executor": [executor_identity()]},
-                                         schema=pa.schema([("payload", pa.binary()), ("executor", pa.string())]))
+        table = location.open()
+        error: str | None = None
+        try:  # a deterministic error is returned, not raised: another attempt would meet it again
+            payload = pickle.dumps(write_batches(table, _fitting(table, batches), row_kind_column=row_kind_column,
+                                                 drop=[BUCKET_COLUMN], overwrite=overwrite, commit_user=commit_user,
+                                                 file_token=file_token))
+        except DETERMINISTIC_ERRORS as exc:  # (the writer has deleted its files)
+            payload, error = b"", task_error(exc)
+        yield pa.RecordBatch.from_pydict({"payload": [payload], "executor": [executor_identity()], "error": [error]},
+                                         schema=_PAYLOAD)
 
     return write
 
@@ -286,6 +320,12 @@ def write(spark, location: TableLocation, source: WriteSource | DataFrame, *, mo
         if isinstance(exc, Exception) and isinstance(source, WriteSource) and source.path \
                 and source.format == "csv" and is_malformed_record(exc):
             _refuse_malformed_csv(spark, source, read_schema, table)
+        raise
+    try:
+        raise_task_error(row.error for row in payloads)  # a task's deterministic error: once, not retried
+    except BaseException as exc:
+        with signals_deferred():
+            _remove_task_files(spark, table, None, token, exc)  # what the other tasks wrote
         raise
     messages: list = []
     before = 0

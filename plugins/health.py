@@ -43,6 +43,7 @@ class Health:
     latest_snapshot: int | None = None
     comment: str | None = None
     options: dict[str, str] = field(default_factory=dict)  # credential-like values redacted
+    branch: str = "main"  # the branch seen (``table`` is then ``db.t$branch_<branch>``)
 
     def metrics(self) -> dict[str, object]:
         """Plain numbers (for XCom, Dagster metadata, logs)."""
@@ -67,7 +68,8 @@ def shown_options(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def table_health(table) -> Health:
-    """Collect a table's health from its latest snapshot and metadata (reads manifests only)."""
+    """Collect a table's health from its latest snapshot and metadata (reads manifests only). A table
+    opened on a branch (``db.t$branch_b``) gives that branch's snapshots, tags and consumers."""
     manager = table.snapshot_manager
     snapshots = [s for s in map(manager.try_snapshot, manager.list_ids()) if s is not None]
     rows = [{"id": s.id, "kind": s.commit_kind.value, "time": _time(s.time_millis),
@@ -108,7 +110,7 @@ def table_health(table) -> Health:
         branches=table.branches.list(),
         last_compaction=_time(compactions[-1].time_millis) if compactions else None,
         earliest_snapshot=snapshots[0].id if snapshots else None, latest_snapshot=latest.id if latest else None,
-        comment=table.schema.comment, options=shown_options(table.schema.options))
+        comment=table.schema.comment, options=shown_options(table.schema.options), branch=table.branch)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,12 +201,15 @@ def levels_picture(cells: dict[tuple[str, int, int], tuple[int, int]]) -> LevelG
 
 
 def render_html(health: Health) -> str:
-    """The whole page: self-contained HTML with inline SVG, no scripts. Every name, comment and
-    option value is HTML-escaped (``templates/table_health.html``, rendered autoescaping)."""
+    """The whole page: self-contained HTML with inline SVG; its one script is the layout's color
+    mode (:mod:`.templating`). Every name, comment and option value is HTML-escaped
+    (``templates/table_health.html``, rendered autoescaping). Its links (the table's branches, the
+    table lists) are relative to the page's route, ``.../connections/<conn_id>/health/<name>``."""
     from .templating import render_template
 
     cards = [(k.replace("_", " "), "—" if v is None else v) for k, v in health.metrics().items() if k != "table"]
-    return render_template("table_health.html", health=health, cards=cards, kind_colours=KIND_COLOURS,
+    return render_template("table_health.html", health=health, base=health.table.split("$", 1)[0], cards=cards,
+                           kind_colours=KIND_COLOURS,
                            timeline=timeline_picture(health.snapshots),
                            levels=levels_picture(health.files_by_bucket_level))
 

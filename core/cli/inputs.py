@@ -1,9 +1,9 @@
 """Files ``paimonflow write`` reads: Parquet, ORC, CSV (with a header line) and JSON (one object
 per line), known by their suffix. A file that is missing, of an unknown kind or unreadable is one
-:class:`~paimonflow.core.errors.SourceError` naming it; text formats are parsed with the table's
-column types, so a value that does not parse is refused, never guessed: the error names every
-column holding such a value, with the first one and its record number, and the records whose field
-count differs from the header's (:mod:`paimonflow.core.data.csv_records`)."""
+:class:`~paimonflow.core.errors.SourceError` naming it; one whose columns do not fit the table's is
+one :class:`~paimonflow.core.errors.SchemaError` naming it and every column that does not fit (a
+text value that does not parse: its first one and its record), as the Airflow write operator on
+the core engine reports it: both read through :mod:`paimonflow.core.data.source_files`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ..data.source_files import FORMAT_NAMES, SUFFIX_FORMATS, read_source_file
 from ..errors import SourceError
 from .contract import one_line
 
-KINDS = {".parquet": "Parquet", ".parq": "Parquet", ".orc": "ORC", ".csv": "CSV", ".json": "JSON",
-         ".jsonl": "JSON", ".ndjson": "JSON"}
+KINDS = {suffix: FORMAT_NAMES[format] for suffix, format in SUFFIX_FORMATS.items()}
 
 
 def _kind(path: Path, reader: str) -> str:
@@ -33,39 +33,12 @@ def _kind(path: Path, reader: str) -> str:
 
 
 def read_input(path: Path, schema: pa.Schema) -> pa.Table:
-    """The rows of ``path``; text formats parsed with ``schema``'s types (the table's)."""
-    kind = _kind(path, "write")
-    try:
-        return _read(path, kind, schema)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise SourceError(f"{path}: not a readable {kind} file: {one_line(str(exc))}") from None
+    """The rows of ``path`` as the table's columns (``schema``, the table's), text formats parsed
+    with its types; a column the table does not have is refused."""
+    from ..fs import LocalFileIO
 
-
-def _read(path: Path, kind: str, schema: pa.Schema) -> pa.Table:
-    if kind == "Parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_table(path)
-    if kind == "ORC":
-        import pyarrow.orc as orc
-
-        return orc.read_table(path)
-    if kind == "CSV":
-        import pyarrow.csv as csv
-
-        try:
-            return csv.read_csv(path, convert_options=csv.ConvertOptions(column_types=schema))
-        except pa.ArrowInvalid:  # pyarrow names the first problem only, and no line: find them all
-            from ..data.csv_records import csv_file_problems, describe
-
-            values, records = csv_file_problems(path, schema)
-            if not values and not records:
-                raise
-            raise SourceError(f"{path}: does not fit the table's columns: {describe(values, records)}") from None
-    import pyarrow.json as pj
-
-    return pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=schema,
-                                                             unexpected_field_behavior="error"))
+    _kind(path, "write")
+    return read_source_file(LocalFileIO(), str(path), SUFFIX_FORMATS[path.suffix.lower()], schema)
 
 
 def schema_of(path: Path) -> pa.Schema:

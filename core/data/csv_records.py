@@ -91,10 +91,10 @@ def _first_unconvertible(values: pa.ChunkedArray, target: pa.DataType) -> int | 
     return low
 
 
-def csv_file_problems(path: Path, schema: pa.Schema) -> tuple[list[BadValue], list[BadRecord]]:
-    """Read ``path`` (a CSV file with a header) again with every column as text and find what
-    a read with ``schema``'s types refuses: each column's first value its type cannot hold, and
-    the records whose field count differs from the header's."""
+def csv_file_problems(path: Path | str | pa.NativeFile, schema: pa.Schema) -> tuple[list[BadValue], list[BadRecord]]:
+    """Read ``path`` (a CSV file with a header, or a stream of one) again with every column as
+    text and find what a read with ``schema``'s types refuses: each column's first value its type
+    cannot hold, and the records whose field count differs from the header's."""
     import pyarrow.csv as csv
 
     from .conversion import paimon_notation

@@ -5,9 +5,14 @@
 * the operators (``operators``): one per paimonflow job (write, compact, expiries, tags, rollback,
   orphans, incremental read, branches), keyword-only, on the ``spark``, ``spark-submit`` or
   ``core`` engine, with a commit identity derived from the task run; :func:`table_asset` is a
-  table's Airflow Asset.
+  table's Airflow Asset;
+* the DDL operators (``ddl``): create, alter and drop tables, on the core, idempotent on retries;
+* :class:`PaimonTableCheckOperator` (``checks``): data-quality checks (row count, freshness,
+  unique keys, nulls, distinct values, min and max), from metadata where it answers.
 """
 
+from .checks import PaimonTableCheckOperator
+from .ddl import PaimonAlterTableOperator, PaimonCreateTableOperator, PaimonDropTableOperator
 from .hook import ENGINES, PaimonHook
 from .operators import (
     PaimonAnalyzeOperator,
@@ -31,11 +36,14 @@ from .operators import (
 
 __all__ = [
     "ENGINES",
+    "PaimonAlterTableOperator",
     "PaimonAnalyzeOperator",
     "PaimonBranchOperator",
     "PaimonCompactOperator",
+    "PaimonCreateTableOperator",
     "PaimonCreateTagOperator",
     "PaimonDeleteTagOperator",
+    "PaimonDropTableOperator",
     "PaimonExpireChangelogsOperator",
     "PaimonExpirePartitionsOperator",
     "PaimonExpireSnapshotsOperator",
@@ -45,6 +53,7 @@ __all__ = [
     "PaimonReadChangesOperator",
     "PaimonRemoveOrphanFilesOperator",
     "PaimonRollbackOperator",
+    "PaimonTableCheckOperator",
     "PaimonWriteOperator",
     "commit_user_for",
     "connection_table_asset",

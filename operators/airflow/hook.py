@@ -7,11 +7,27 @@ Connection (type ``paimon``; its form in Airflow's UI is declared in
 * **login** / **password**: the S3 access key and secret key (optional);
 * **extra**: more storage options, e.g. ``{"s3.endpoint": "http://minio:9000", "s3.region": "eu-west-1"}``,
   and ``"engine"`` (default engine of the operators: ``spark``, ``core`` or ``spark-submit``),
-  ``"spark_conn_id"`` (the Spark connection ``spark-submit`` uses). A key whose value is null or
-  empty (a form field left empty) is absent; a boolean storage option becomes ``"true"``/``"false"``.
+  ``"spark_conn_id"`` (the Spark connection ``spark-submit`` uses), ``"aws_conn_id"`` (an Amazon
+  Web Services connection giving the S3 credentials, below). A key whose value is null or empty (a
+  form field left empty) is absent; a boolean storage option becomes ``"true"``/``"false"``.
+
+**S3 credentials from an AWS connection.** ``PaimonHook(aws_conn_id="aws_lake")`` (or the extra
+``aws_conn_id``; the argument wins) takes the S3 credentials from the Amazon provider's connection,
+as the Amazon, Databricks and Iceberg providers do: its ``AwsBaseHook.get_credentials()`` resolves
+them (keys in the connection, a profile, a role to assume, or the default chain: environment,
+instance or pod role) and they become the storage options ``s3.access-key``, ``s3.secret-key`` and
+``s3.session-token``; the connection's ``endpoint_url`` (``service_config.s3.endpoint_url`` first),
+``region_name`` and ``config_kwargs.s3.addressing_style`` become ``s3.endpoint``, ``s3.region`` and
+``s3.path-style-access`` unless the ``paimon`` connection sets those itself. The credentials are
+resolved once, when the hook first needs them: temporary ones (an assumed role) last their
+session's duration, so a job must finish within it. A ``paimon`` connection holding keys of its own
+(login, password, ``s3.access-key``, ``s3.secret-key``, ``s3.session-token``) and an AWS connection
+is refused (which keys would be meant?). Needs ``apache-airflow-providers-amazon``
+(``paimonflow[airflow-aws]``).
 
 Secrets (password, ``s3.secret-key``, ``s3.session-token``) are registered with Airflow's secrets
-masker as soon as they are read, so they never show in task logs, rendered templates or XCom.
+masker as soon as they are read, so they never show in task logs, rendered templates or XCom;
+they reach a ``spark-submit`` only through its environment, never its command line.
 Without a connection, an explicit ``warehouse=`` (or ``PAIMONFLOW_WAREHOUSE``) is the embedded
 default: a local warehouse, no credentials.
 """
@@ -25,7 +41,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 
 from paimonflow.core import Catalog
-from paimonflow.core.errors import InvalidArgumentError
+from paimonflow.core.errors import InvalidArgumentError, StorageError
 from paimonflow.jobs.location import STORAGE_PREFIXES, TableLocation
 from paimonflow.plugins.airflow.provider_info import (
     CONNECTION_TYPE,
@@ -36,6 +52,8 @@ from paimonflow.plugins.airflow.provider_info import (
 )
 
 SECRET_KEYS = ("s3.secret-key", "s3.session-token", "fs.s3.secret-key")
+#: storage options that are credentials: from the paimon connection or from an AWS connection, never both
+CREDENTIAL_KEYS = ("s3.access-key", "s3.secret-key", "s3.session-token")
 
 
 def _storage_text(value: Any) -> str:
@@ -52,16 +70,56 @@ def _mask(value: str | None) -> None:
         mask_secret(value)
 
 
+def aws_storage_options(aws_conn_id: str) -> dict[str, str]:
+    """The S3 storage options an Amazon Web Services connection gives: the credentials its
+    ``AwsBaseHook`` resolves (``get_credentials()``: after any role assumption, through the
+    provider's credential chain; the secret key and token masked), and its S3 endpoint, region
+    and addressing style when it sets them. Raises :class:`InvalidArgumentError` without the
+    Amazon provider or when the connection yields no credentials, :class:`StorageError` when
+    resolving them fails (an STS call refused, say)."""
+    try:
+        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+    except ImportError:
+        raise InvalidArgumentError(f"aws_conn_id {aws_conn_id!r} needs the Amazon provider: pip install "
+                                   "'apache-airflow-providers-amazon' (paimonflow[airflow-aws])") from None
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    aws = AwsBaseHook(aws_conn_id=aws_conn_id, client_type="s3")
+    try:
+        credentials = aws.get_credentials()
+    except AttributeError:  # the session found no credentials at all (botocore returned None)
+        raise InvalidArgumentError(f"AWS connection {aws_conn_id!r} gives no credentials (no keys, profile or "
+                                   "role, and none in the default chain)") from None
+    except (BotoCoreError, ClientError) as exc:
+        raise StorageError(f"the credentials of AWS connection {aws_conn_id!r} could not be resolved: "
+                           f"{type(exc).__name__}: {exc}") from None
+    options = {"s3.access-key": credentials.access_key, "s3.secret-key": credentials.secret_key}
+    if credentials.token:
+        options["s3.session-token"] = credentials.token
+    endpoint = aws.conn_config.get_service_endpoint_url("s3")
+    if endpoint:
+        options["s3.endpoint"] = str(endpoint)
+    if aws.region_name:
+        options["s3.region"] = str(aws.region_name)
+    addressing = (getattr(aws.config, "s3", None) or {}).get("addressing_style")
+    if addressing in ("path", "virtual"):
+        options["s3.path-style-access"] = "true" if addressing == "path" else "false"
+    return options
+
+
 class PaimonHook(BaseHook):
     conn_name_attr = "paimon_conn_id"
     default_conn_name = "paimon_default"
     conn_type = CONNECTION_TYPE
     hook_name = HOOK_NAME
 
-    def __init__(self, paimon_conn_id: str | None = default_conn_name, *, warehouse: str | None = None,
-                 storage_options: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+    def __init__(self, paimon_conn_id: str | None = default_conn_name, *, aws_conn_id: str | None = None,
+                 warehouse: str | None = None, storage_options: Mapping[str, str] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.paimon_conn_id = paimon_conn_id
+        # the Amazon provider's connection that gives the S3 credentials (else the connection's extra)
+        self.aws_conn_id = aws_conn_id.strip() if aws_conn_id and aws_conn_id.strip() else None
         self._warehouse, self._storage = warehouse, dict(storage_options or {})
         self._loaded: tuple[str, dict[str, str], dict[str, Any]] | None = None
 
@@ -100,6 +158,17 @@ class PaimonHook(BaseHook):
             raise InvalidArgumentError("no warehouse: give the paimon connection a host, or pass warehouse=")
         for key in SECRET_KEYS:
             _mask(storage.get(key))
+        in_extra = str(extras.pop("aws_conn_id", None) or "").strip()
+        aws_conn_id = self.aws_conn_id or in_extra or None
+        if aws_conn_id:
+            own = sorted(key for key in CREDENTIAL_KEYS if storage.get(key))
+            if own:
+                raise InvalidArgumentError(f"the paimon connection gives S3 credentials ({', '.join(own)}) and "
+                                           f"aws_conn_id names AWS connection {aws_conn_id!r}: keep them in one")
+            for key, value in aws_storage_options(aws_conn_id).items():
+                storage.setdefault(key, value)  # the paimon connection's endpoint, region... win
+                if key in SECRET_KEYS:
+                    _mask(value)
         self._loaded = (warehouse, storage, extras)
         return self._loaded
 
@@ -163,4 +232,4 @@ def spark_master_from_connection(conn_id: str) -> str | None:
     return host
 
 
-__all__ = ["ENGINES", "PaimonHook", "spark_master_from_connection"]
+__all__ = ["ENGINES", "PaimonHook", "aws_storage_options", "spark_master_from_connection"]

@@ -10,7 +10,7 @@ expiries, rollback, branches: :data:`~paimonflow.jobs.registry.METADATA_ONLY_JOB
 start a Spark application, which on a standalone cluster would hold its cores meanwhile.
 
 Every operator is keyword-only; templated fields are stored as given and checked in ``execute``.
-Every parameter but the boolean flags (``full``, ``dry_run``, ``delete_all``) is templated, so a
+Every parameter but the boolean flags (``full``, ``dry_run``, ``delete_all``, ``deferrable``) is templated, so a
 DAG can take names, ids, timestamps, durations, partition specs, SQL and Spark settings from
 ``{{ ds }}``, ``params``, ``dag_run.conf`` or XCom; a number or duration may arrive as the text a
 template renders (``"42"``, ``"7 d"``) and is converted once, in ``execute``, a bad one failing
@@ -30,13 +30,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import jinja2
-from airflow.sdk import Asset, BaseOperator
+from airflow.sdk import Asset, BaseOperator, conf
 
 from paimonflow.core.errors import InvalidArgumentError
 from paimonflow.core.options.parse import parse_duration_millis
 
 from .hook import ENGINES, PaimonHook
 from .links import TableHealthLink
+from .spark_app import SPARK_APP_XCOM, SparkApplicationLink
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -89,21 +90,30 @@ def commit_user_for(context: Mapping[str, Any]) -> str:
 class PaimonJobOperator(BaseOperator):
     """Base: a job on one table. Subclasses name the job and its arguments."""
 
-    operator_extra_links = (TableHealthLink(),)
+    operator_extra_links = (TableHealthLink(), SparkApplicationLink())
 
     job: ClassVar[str] = ""
     commits: ClassVar[bool] = False  # whether the job commits (and so needs a commit identity)
-    template_fields: Sequence[str] = ("table", "paimon_conn_id", "warehouse", "engine", "master", "spark_conf",
-                                      "spark_conn_id", "commit_user")
+    template_fields: Sequence[str] = ("table", "paimon_conn_id", "aws_conn_id", "warehouse", "engine", "master",
+                                      "spark_conf",
+                                      "spark_conn_id", "commit_user", "poll_interval")
     template_fields_renderers: ClassVar[dict[str, str]] = {"spark_conf": "json"}
     ui_color = "#e8f4fa"
 
     def __init__(self, *, table: str, paimon_conn_id: str = PaimonHook.default_conn_name,
-                 warehouse: str | None = None, engine: str | None = None, master: str | None = None,
+                 aws_conn_id: str | None = None, warehouse: str | None = None, engine: str | None = None, master: str | None = None,
                  spark_conf: Mapping[str, str] | None = None, spark_conn_id: str | None = None,
-                 commit_user: str | None = None, **kwargs: Any) -> None:
+                 commit_user: str | None = None,
+                 deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+                 poll_interval: float | str = 5.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # with the spark-submit engine: start the application, free the worker slot, and let the
+        # triggerer follow it (spark_app.py); other engines ignore it
+        self.deferrable, self.poll_interval = deferrable, poll_interval
         self.table, self.paimon_conn_id, self.warehouse, self.engine = table, paimon_conn_id, warehouse, engine
+        # the Amazon provider's connection that gives the S3 credentials (else the paimon connection's
+        # aws_conn_id extra, else its own keys): PaimonHook.aws_storage_options
+        self.aws_conn_id = aws_conn_id
         self.master, self.spark_conf, self.spark_conn_id = master, spark_conf, spark_conn_id
         # who commits: by default one identity per task run (commit_user_for), so a retry or a
         # cleared run never commits twice; a template such as a per-hour user makes every run of that
@@ -135,7 +145,8 @@ class PaimonJobOperator(BaseOperator):
     # -- running --------------------------------------------------------------------------------
 
     def _hook(self) -> PaimonHook:
-        return PaimonHook(None if self.warehouse else self.paimon_conn_id, warehouse=self.warehouse)
+        return PaimonHook(None if self.warehouse else self.paimon_conn_id, warehouse=self.warehouse,
+                          aws_conn_id=None if _absent(self.aws_conn_id) else str(self.aws_conn_id))
 
     def metadata_only(self) -> bool:
         """Whether the job is metadata work only (it then runs on ``core`` unless ``engine=`` is given)."""
@@ -171,16 +182,44 @@ class PaimonJobOperator(BaseOperator):
         if _absent(self.engine) and engine != hook.default_engine:
             self.log.info("a metadata-only job runs on the core engine, not the connection's %r; give the "
                           "operator engine=%r to run it there", hook.default_engine, hook.default_engine)
-        if engine == "core":
+        done = None if engine == "core" else self._already_committed(hook, arguments)
+        if done is not None:
+            self.log.info("this task's commit (%s, %s) is already snapshot %s: nothing to run on %s",
+                          arguments["commit_user"], arguments["commit_identifier"], done["snapshot_id"], engine)
+            result = done
+        elif engine == "core":
             result = self.run_core(hook, arguments)
         elif engine == "spark":
             result = self._run_in_spark(hook, arguments, context)
+        elif self.deferrable and type(self)._run_submitted is PaimonJobOperator._run_submitted:
+            self._defer_submitted(hook, arguments, context)  # raises TaskDeferred
         else:
-            result = self._run_submitted(hook, arguments)
+            result = self._run_submitted(hook, arguments, context)
+        return self._finish(context, hook, result)
+
+    def _finish(self, context, hook: PaimonHook, result: dict[str, Any]) -> dict[str, Any]:
         self._emit_asset_events(context, result)
         self._finished = (hook, result)
         self.log.info("result: %s", result)
         return result
+
+    def _already_committed(self, hook: PaimonHook, arguments: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The result of a committing job whose commit (this task's commit user and identifier) is
+        already in the table: a retry, a cleared run, a rerun. Found from the snapshots alone, so
+        no Spark application starts for it. ``None`` when the job has not committed (or the table
+        cannot be opened here: the engine then reports that itself)."""
+        from paimonflow.core.errors import PaimonflowError
+
+        user, identifier = arguments.get("commit_user"), arguments.get("commit_identifier")
+        if not self.commits or user is None or identifier is None:
+            return None
+        try:
+            snapshot = hook.get_table(self.table).new_commit(str(user)).already_committed(int(identifier))
+        except PaimonflowError:
+            return None
+        if snapshot is None:
+            return None
+        return {"job": self.job, "table": self.table, "snapshot_id": snapshot.id, "already_committed": True}
 
     def get_openlineage_facets_on_complete(self, task_instance):
         """OpenLineage facets of the finished job (the OpenLineage provider calls this on success)."""
@@ -225,7 +264,8 @@ class PaimonJobOperator(BaseOperator):
             finally:
                 self._tag = None
 
-    def submit_hook(self, hook: PaimonHook, arguments: dict[str, Any], result_file: str) -> SparkSubmitHook:
+    def submit_hook(self, hook: PaimonHook, arguments: dict[str, Any], result_file: str, *,
+                    name: str | None = None) -> SparkSubmitHook:
         """The ``SparkSubmitHook`` that runs this job: the command of
         :func:`paimonflow.jobs.submit.submit_command` (an argument list, never a shell string, holding
         no storage option) with the Spark connection's options. Storage options (credentials
@@ -241,20 +281,95 @@ class PaimonJobOperator(BaseOperator):
         # a driver-only job's command asks for no executors; the operator's spark_conf wins key by key
         return SparkSubmitHook(conn_id=self.spark_conn_id or hook.spark_conn_id,
                                conf=command.spark_conf(self.spark_conf),
-                               name=f"paimonflow-{self.job}", application_args=list(command.application_args),
+                               name=name or f"paimonflow-{self.job}", application_args=list(command.application_args),
                                env_vars=dict(command.env) or None)
 
-    def _run_submitted(self, hook: PaimonHook, arguments: dict[str, Any]) -> dict[str, Any]:
-        from paimonflow.jobs.results import ResultFile
+    def _application_name(self, context) -> str:
+        """A name no other application of the master has: the job, the task, a random suffix."""
+        import uuid
+
+        ti = context["ti"]
+        task = re.sub(r"[^\w\-.]", "_", f"{ti.dag_id}.{ti.task_id}")[:80]
+        return f"paimonflow-{self.job}-{task}-{uuid.uuid4().hex[:8]}"
+
+    def _run_submitted(self, hook: PaimonHook, arguments: dict[str, Any], context) -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowException
+
+        from paimonflow.jobs.results import ResultFile, raise_if_failed
         from paimonflow.jobs.submit import APPLICATION
+
+        from .spark_app import lookup_application, master_of
 
         # the driver writes its result to the warehouse's storage: reachable from the driver in client
         # and in cluster deploy mode alike (jobs/results.py)
         location = hook.location(self.table)
+        name = self._application_name(context)
         with ResultFile(location.warehouse, location.storage_options) as result:
-            self._submit_hook = submit_hook = self.submit_hook(hook, arguments, result.uri)
-            submit_hook.submit(application=APPLICATION)
-            return result.take() or {"job": self.job, "table": self.table, "submitted": True}
+            self._submit_hook = submit_hook = self.submit_hook(hook, arguments, result.uri, name=name)
+            try:
+                submit_hook.submit(application=APPLICATION)
+            except AirflowException:
+                # the provider's "Cannot execute: <command> ... Error code is: 2": the job's own
+                # typed line is in the result file, and is the task's error
+                raise_if_failed(result.take())
+                raise
+            record = result.take()
+        raise_if_failed(record)
+        master = master_of(self.spark_conn_id or hook.spark_conn_id)
+        if master.web_ui:
+            application = lookup_application(master.web_ui, name)
+            if application is not None:
+                context["ti"].xcom_push(key=SPARK_APP_XCOM, value=application)
+        return record or {"job": self.job, "table": self.table, "submitted": True}
+
+    def _defer_submitted(self, hook: PaimonHook, arguments: dict[str, Any], context) -> None:
+        """Start the job's ``spark-submit`` detached (client deploy mode, its own session, its
+        output in a log file beside the task's temporary files) and defer to the trigger that
+        follows its application; :meth:`execute_complete` takes the result."""
+        import os
+        import subprocess
+        import tempfile
+        import time
+
+        from paimonflow.jobs.results import ResultFile
+        from paimonflow.jobs.submit import submit_command
+
+        from .spark_app import SparkApplicationTrigger, master_of
+
+        location = hook.location(self.table)
+        master = master_of(self.spark_conn_id or hook.spark_conn_id)
+        name = self._application_name(context)
+        uri = ResultFile(location.warehouse, location.storage_options).uri
+        command = submit_command(self.job, location, arguments, result_file=uri)
+        argv = command.argv(spark_submit=master.spark_binary, master=master.url, name=name,
+                            conf={**dict(self.spark_conf or {}), "spark.submit.deployMode": "client"})
+        log_path = os.path.join(tempfile.gettempdir(), f"{name}.log")
+        with open(log_path, "ab") as log:
+            process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                       env={**os.environ, **command.env}, start_new_session=True)
+        self.log.info("started Spark application %s (spark-submit pid %s, its output in %s); deferring to the "
+                      "triggerer", name, process.pid, log_path)
+        self.defer(trigger=SparkApplicationTrigger(
+            app_name=name, master_web_ui=master.web_ui, result_uri=uri, table=self.table,
+            paimon_conn_id=None if self.warehouse else self.paimon_conn_id, warehouse=self.warehouse,
+            aws_conn_id=None if _absent(self.aws_conn_id) else str(self.aws_conn_id), submitted_at=time.time(), poll_interval=_seconds("poll_interval", self.poll_interval)),
+            method_name="execute_complete")
+
+    def execute_complete(self, context, event: dict[str, Any]) -> dict[str, Any]:
+        """Resume after the trigger: the application's link, then the job's result or its error."""
+        from paimonflow.core.errors import PaimonflowError
+        from paimonflow.jobs.results import ResultFile, raise_if_failed
+
+        if event.get("application"):
+            context["ti"].xcom_push(key=SPARK_APP_XCOM, value=event["application"])
+        hook = self._hook()
+        location = hook.location(self.table)
+        with ResultFile(location.warehouse, location.storage_options, uri=event["result_uri"]) as result:
+            record = result.take()
+        raise_if_failed(record)
+        if record is None:
+            raise PaimonflowError(event.get("message") or f"{self.job} on {self.table} wrote no result")
+        return self._finish(context, hook, record)
 
     def _emit_asset_events(self, context, result: Mapping[str, Any]) -> None:
         events = context.get("outlet_events")
@@ -303,6 +418,18 @@ def _millis(field: str, value: object) -> int | None:
             pass
     raise InvalidArgumentError(f"{field} must be a duration such as '7 d', '1 h', '30 min' or '100 ms', "
                                f"not {value!r}")
+
+
+def _seconds(field: str, value: object) -> float:
+    """A templated number of seconds (``5``, ``"2.5"``); anything else raises
+    :class:`InvalidArgumentError` naming the field."""
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not seconds > 0:
+        raise InvalidArgumentError(f"{field} must be a positive number of seconds, not {value!r}")
+    return seconds
 
 
 def _items(value: object) -> list[Any]:
@@ -422,7 +549,9 @@ class PaimonWriteOperator(PaimonJobOperator):
             raise InvalidArgumentError("the core engine writes files only (path=); use engine='spark' for "
                                        "Spark tables and SQL")
         table = hook.get_table(self.table)
-        data = _read_files(arguments["path"], arguments["format"], table.arrow_schema)
+        data = _read_files(arguments["path"], arguments["format"], table.arrow_schema,
+                           storage_options=hook.location(self.table).storage_options,
+                           extra_columns=[c for c in [arguments["row_kind_column"]] if c])
         overwrite: bool | dict = False
         if arguments["mode"] == "overwrite":
             overwrite = partition_spec(arguments["overwrite_partition"]) or True
@@ -435,30 +564,21 @@ class PaimonWriteOperator(PaimonJobOperator):
         return {"job": "write", "table": self.table, **done.to_dict()}
 
 
-def _read_files(path: str, format: str, schema):
-    """The rows of the files at ``path``. CSV and JSON text is parsed with the table's column
-    types (as the Spark write job does): the core writes only lossless conversions, and types
-    inferred from text (``007`` an integer, ``2026-11-21`` a date) would not go into STRING columns."""
-    import pyarrow as pa
-    import pyarrow.dataset as ds
+def _read_files(path: str, format: str, schema, *, storage_options: Mapping[str, str] | None = None,
+                extra_columns: Sequence[str] | None = None):
+    """The rows of the file at ``path``, or of every file under the directory ``path`` (local, or
+    on the connection's storage: ``storage_options``), as the table's columns (``schema``), as
+    ``paimonflow write`` reads them (:mod:`paimonflow.core.data.source_files`). CSV and JSON text
+    is parsed with the table's column types (as the Spark write job does): types inferred from
+    text (``007`` an integer, ``2026-11-21`` a date) would not go into STRING columns. A file
+    that does not fit is one ``SchemaError`` naming it and every bad column (a value that does
+    not parse: its first one and its record), before anything is written; a file that cannot be
+    read, one ``SourceError``. ``extra_columns`` (the row-kind column) may be in the files beside
+    the table's; None keeps every other column too, for the write's own check."""
+    from paimonflow.core.data.source_files import read_source_files
 
-    atomic = [f for f in schema if not pa.types.is_nested(f.type)]
-    if format == "csv":
-        import pyarrow.csv as csv
-
-        convert = csv.ConvertOptions(column_types={f.name: f.type for f in atomic})
-        return ds.dataset(path, format=ds.CsvFileFormat(convert_options=convert)).to_table()
-    if format == "json":  # a JSON dataset ignores an explicit schema: each file is parsed with it
-        import pyarrow.json as json
-
-        files = ds.dataset(path, format="json")
-        options = json.ParseOptions(explicit_schema=pa.schema(atomic), unexpected_field_behavior="infer")
-        tables = []
-        for name in files.files:
-            with files.filesystem.open_input_stream(name) as stream:
-                tables.append(json.read_json(stream, parse_options=options))
-        return pa.concat_tables(tables, promote_options="permissive") if tables else files.to_table()
-    return ds.dataset(path, format=format).to_table()
+    return read_source_files(path, format, schema, storage_options=storage_options,
+                             extra_columns=None if extra_columns is None else list(extra_columns))
 
 
 class PaimonCompactOperator(PaimonJobOperator):
@@ -749,7 +869,7 @@ class PaimonBranchOperator(PaimonJobOperator):
     def run_spark(self, spark, hook, arguments):
         return self.run_core(hook, arguments)
 
-    def _run_submitted(self, hook, arguments):
+    def _run_submitted(self, hook, arguments, context):
         return self.run_core(hook, arguments)  # metadata only: nothing to submit
 
 

@@ -7,7 +7,12 @@ Macros (``{{ macros.paimonflow.latest_snapshot_id('shop.orders') }}``): ``latest
 (:mod:`.web`): ``/paimonflow/tables`` lists the ``paimon`` connections the user may read,
 ``/paimonflow/connections/<conn_id>/tables`` a connection's tables and
 ``/paimonflow/connections/<conn_id>/health/<db>.<table>`` a table's health with pictures
-(``plugins/health.py``).
+(``plugins/health.py``), ``.../health/<db>.<table>$branch_<branch>`` a branch's. Errors are pages
+too, and the pages take the Airflow UI's light or dark mode.
+
+The nav entry *Browse -> Paimon tables* is an external view: Airflow 3.3's plugin interface gives
+external views (and React apps) no permission of their own, and the UI lists them for every user
+who may read plugins, so a user who may not read connections sees the entry and gets the 403 page.
 """
 
 from __future__ import annotations

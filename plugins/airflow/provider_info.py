@@ -30,13 +30,14 @@ ENGINES = ("spark", "core", "spark-submit")
 DEFAULT_SPARK_CONN_ID = "spark_default"
 
 # -- the connection form ------------------------------------------------------------------------
-# Standard fields: host is the warehouse URI, login/password the S3 access and secret keys. The
-# schema and port are not read (a URI connection's scheme is joined back to the host by the hook).
+# Standard fields: host is the warehouse URI, login/password the S3 access and secret keys (or an
+# AWS connection, the extra field aws_conn_id, gives them). The schema and port are not read (a URI
+# connection's scheme is joined back to the host by the hook).
 HIDDEN_FIELDS = ("schema", "port")
 RELABELING = {"host": "Warehouse URI", "login": "S3 access key", "password": "S3 secret key"}
 PLACEHOLDERS = {
     "host": "s3://lake/warehouse or /data/warehouse",
-    "login": "empty: the default AWS credential chain",
+    "login": "empty: the AWS connection below, else the default AWS credential chain",
     "password": "the secret key of the access key",
 }
 
@@ -65,6 +66,13 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
         "description": "With temporary credentials (STS). Masked in task logs, like the secret key.",
         "schema": {"type": ["string", "null"], "format": "password"},
     },
+    "aws_conn_id": {
+        "label": "AWS connection",
+        "description": "An Amazon Web Services connection (Amazon provider) that gives the S3 credentials "
+                       "(its keys, profile, role to assume or the default chain), endpoint and region, instead "
+                       "of the keys here. Empty: the keys above, else the default AWS credential chain.",
+        "schema": {"type": ["string", "null"]},
+    },
     "engine": {
         "label": "Default engine",
         "description": "Where operators without engine= run their job: spark (the worker's SparkSession), "
@@ -80,9 +88,10 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
 
 # -- what the provider holds ----------------------------------------------------------------------
 HOOK_MODULES = ("paimonflow.operators.airflow.hook",)
-OPERATOR_MODULES = ("paimonflow.operators.airflow.operators",)
+OPERATOR_MODULES = ("paimonflow.operators.airflow.operators", "paimonflow.operators.airflow.ddl",
+                    "paimonflow.operators.airflow.checks")
 SENSOR_MODULES = ("paimonflow.sensors.airflow.snapshot",)
-TRIGGER_MODULES = ("paimonflow.sensors.airflow.snapshot",)
+TRIGGER_MODULES = ("paimonflow.sensors.airflow.snapshot", "paimonflow.operators.airflow.spark_app")
 PLUGIN_CLASS = "paimonflow.plugins.airflow.plugin.PaimonflowPlugin"
 
 
@@ -102,6 +111,8 @@ def _version() -> str:
 
 
 EXTRA_LINK = "paimonflow.operators.airflow.links.TableHealthLink"  # every operator's link to its table's page
+# a job operator's link to the Spark application it submitted (operators/airflow/spark_app.py)
+SPARK_LINK = "paimonflow.operators.airflow.spark_app.SparkApplicationLink"
 # where Airflow's API server mounts the plugin's pages, and a table's health within them: the plugin
 # serves it (plugin.py, web.py) and the operators' link points at it (operators/airflow/links.py)
 PAGES_PREFIX = "/paimonflow"
@@ -135,7 +146,7 @@ def get_provider_info() -> dict[str, Any]:
             "conn-fields": copy.deepcopy(CONN_FIELDS),
         }],
         "plugins": [{"name": "paimonflow", "plugin-class": PLUGIN_CLASS}],
-        "extra-links": [EXTRA_LINK],
+        "extra-links": [EXTRA_LINK, SPARK_LINK],
     }
 
 

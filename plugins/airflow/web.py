@@ -4,7 +4,8 @@ Routes (GET, HTML):
 
 * ``/tables``: the ``paimon`` connections the caller may read, each linking to its tables;
 * ``/connections/{connection_id}/tables``: the tables in that connection's warehouse;
-* ``/connections/{connection_id}/health/{db.table}``: one table's health (:mod:`..health`).
+* ``/connections/{connection_id}/health/{name}``: the health (:mod:`..health`) of a table,
+  ``db.t``, or of one of its branches, ``db.t$branch_b``.
 
 Every route authenticates and authorizes the caller with the dependencies of Airflow's own
 connections API: the user comes from the ``Authorization: Bearer <JWT>`` header or the ``_token``
@@ -13,9 +14,15 @@ manager whether the user may read that connection, or read connections at all fo
 (not allowed: 403). Authorization comes before the connection is looked up, so a caller who may not
 read a connection cannot tell whether it exists. Nothing in the request names a path or a
 credential: the warehouse and its storage options come from the connection only, and the table
-identifier must be a valid ``<database>.<table>`` (the core's name validator; 400 otherwise).
-Errors answer with a one-line message and no traceback. The pages are rendered autoescaping
-(:mod:`..templating`).
+name must be one the core's name parser accepts (``parse_table_name``), naming a table or a
+branch, not a system table (400 otherwise). The pages are rendered autoescaping (:mod:`..templating`).
+
+Every error (400, 401, 403, 404, 405, 500, unexpected ones included) is an HTML page in the pages'
+layout with its status and one line saying what is wrong: no traceback, path or secret (details go
+to the API server log). A caller that asks for JSON (``Accept: application/json`` over
+``text/html``) gets Airflow's API shape instead, ``{"detail": "..."}``, with the same status. Every
+answer carries :func:`~paimonflow.plugins.templating.page_headers` (the Content-Security-Policy that
+lets only the pages' color-mode script run, ``no-store``).
 
 Imports Airflow's API server modules: only the API server imports this module, on the first request
 (:class:`paimonflow.plugins.airflow.plugin.PaimonflowPlugin`).
@@ -26,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
+from http import HTTPStatus
 from typing import TYPE_CHECKING
 
 from airflow.api_fastapi.app import get_auth_manager
@@ -35,21 +43,32 @@ from airflow.configuration import conf
 from airflow.exceptions import AirflowNotFoundException
 from airflow.models import Connection
 from airflow.secrets.environment_variables import CONN_ENV_PREFIX
-from fastapi import Depends, FastAPI, HTTPException, status
-from fastapi.responses import HTMLResponse
+from fastapi import Depends, FastAPI, HTTPException, Request, status
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy import select
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from paimonflow.core.errors import InvalidNameError, PaimonflowError
-from paimonflow.core.names import split_identifier
+from paimonflow.core.errors import (
+    BranchNotFoundError,
+    DatabaseNotFoundError,
+    InvalidNameError,
+    PaimonflowError,
+    TableNotFoundError,
+)
+from paimonflow.core.names import parse_table_name
 from paimonflow.operators.airflow.hook import PaimonHook
 
 from ..health import render_html, table_health
-from ..templating import render_template
+from ..templating import page_headers, render_template
 from .provider_info import HEALTH_ROUTE
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
     from sqlalchemy.orm import Session
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from paimonflow.core import Catalog
 
@@ -58,6 +77,8 @@ log = logging.getLogger(__name__)
 # Airflow's own dependency: the caller may read the connection of the path's {connection_id}, or
 # (on a route without one) may read connections at all, as for GET /api/v2/connections.
 MAY_READ_CONNECTION = [Depends(requires_access_connection(method="GET"))]
+# a health page asked for something that is not there: 404 (any other error reading it: 500)
+MISSING = (DatabaseNotFoundError, TableNotFoundError, BranchNotFoundError)
 
 
 def readable_paimon_connections(user: BaseUser, session: Session) -> list[str]:
@@ -113,9 +134,121 @@ def _unreadable(what: str, exc: Exception) -> HTTPException:
                          f"{what} could not be read ({type(exc).__name__}); see the API server log")
 
 
+# Airflow's security dependencies answer these; the error page says them for a person.
+_SIGN_IN_AGAIN = "sign in to Airflow again, then reload this page."
+_AIRFLOW_DETAILS = {
+    "Not authenticated": "You are not signed in to Airflow: sign in, then reload this page.",
+    "Token Expired": f"Your Airflow session has expired: {_SIGN_IN_AGAIN}",
+    "Invalid JWT token": f"Your Airflow session is not valid: {_SIGN_IN_AGAIN}",
+}
+_UNEXPECTED = "The page could not be made because of an unexpected error; see the API server log."
+
+
+def _error_line(request: Request, status_code: int, detail: object) -> str:
+    """What is wrong, in one line, for the error page (``detail`` never holds a path or a secret:
+    the pages' own errors name what the caller asked for and the kind of error only)."""
+    detail = " ".join(str(detail if detail is not None else "").split())
+    if detail in _AIRFLOW_DETAILS:
+        return _AIRFLOW_DETAILS[detail]
+    if status_code == status.HTTP_403_FORBIDDEN and detail == "Forbidden":
+        connection_id = request.path_params.get("connection_id")
+        if connection_id is None:
+            return "Your Airflow user may not read connections, and these pages list the connections you may read."
+        return (f"Your Airflow user may not read the connection {connection_id!r}; these pages show only "
+                "connections you may read.")
+    if status_code == status.HTTP_404_NOT_FOUND and detail == HTTPStatus.NOT_FOUND.phrase:
+        return "There is no such page."
+    if status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
+        return "These pages only answer GET."
+    return detail or HTTPStatus(status_code).phrase
+
+
+def wants_json(request: Request) -> bool:
+    """Whether the caller prefers JSON to HTML: ``application/json`` has a higher quality in its
+    ``Accept`` header than ``text/html`` (a browser, ``*/*`` or no header: HTML)."""
+    quality: dict[str, float] = {}
+    for item in request.headers.get("accept", "").split(","):
+        media, *parameters = (part.strip() for part in item.split(";"))
+        q = 1.0
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        media = media.lower()
+        quality[media] = max(q, quality.get(media, 0.0))
+    return quality.get("application/json", 0.0) > quality.get("text/html", 0.0)
+
+
+def error_response(request: Request, status_code: int, detail: object,
+                   headers: Mapping[str, str] | None = None) -> Response:
+    """The answer to an error: the error page (its status, one line) or, for a caller that asks for
+    JSON, Airflow's API shape ``{"detail": ...}``; with the same status either way."""
+    if wants_json(request):
+        return JSONResponse({"detail": detail}, status_code=status_code, headers=headers)
+    home = request.scope.get("root_path", "") + "/tables"
+    page = render_template("error.html", status=status_code, reason=HTTPStatus(status_code).phrase,
+                           message=_error_line(request, status_code, detail), home=home)
+    return HTMLResponse(page, status_code=status_code, headers=headers)
+
+
+class _PageGuard:
+    """ASGI middleware of the pages' app (inside Starlette's server-error middleware): adds
+    :func:`page_headers` to every answer, and answers an unexpected exception with the 500 error
+    page (the traceback goes to the server log) instead of letting it reach Airflow's app."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = MutableHeaders(scope=message)
+                for name, value in page_headers().items():
+                    headers.setdefault(name, value)
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:  # the web boundary: whatever went wrong, the caller gets the error page
+            if started:
+                raise
+            log.exception("paimonflow pages: %s failed", scope.get("path"))
+            response = error_response(Request(scope), status.HTTP_500_INTERNAL_SERVER_ERROR, _UNEXPECTED)
+            await response(scope, receive, send_with_headers)
+
+
+def health_table_name(name: str) -> str:
+    """``name`` if the health page can show it: a table (``db.t``) or a branch of one
+    (``db.t$branch_b``); a 400 for a system table or a name the core's parser refuses."""
+    try:
+        base, _, system = parse_table_name(name)
+    except InvalidNameError as exc:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST, _one_line(exc)) from None
+    if system is not None:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST,
+                            f"{name!r} is the system table {system!r}: the health pages show tables ({base!r}) "
+                            "and their branches ('<db>.<table>$branch_<branch>')")
+    return name
+
+
 def create_app() -> FastAPI:
     """The pages' FastAPI app (no OpenAPI schema or docs pages: every route needs a user)."""
     app = FastAPI(title="paimonflow tables", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(_PageGuard)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        return error_response(request, exc.status_code, exc.detail, exc.headers)
 
     @app.get("/tables", response_class=HTMLResponse, dependencies=MAY_READ_CONNECTION)
     def connections(user: GetUserDep, session: SessionDep) -> str:
@@ -133,19 +266,16 @@ def create_app() -> FastAPI:
     @app.get(HEALTH_ROUTE, response_class=HTMLResponse,
              dependencies=MAY_READ_CONNECTION)
     def health(connection_id: str, identifier: str) -> str:
-        try:
-            split_identifier(identifier)
-        except InvalidNameError as exc:
-            raise HTTPException(status.HTTP_400_BAD_REQUEST, _one_line(exc)) from None
+        name = health_table_name(identifier)
         catalog = _catalog(connection_id)
         try:
-            return render_html(table_health(catalog.get_table(identifier)))
+            return render_html(table_health(catalog.get_table(name)))
         except PaimonflowError as exc:
-            if isinstance(exc, LookupError):  # no such database or table
+            if isinstance(exc, MISSING):  # their messages name what was asked for, never a path
                 raise HTTPException(status.HTTP_404_NOT_FOUND, _one_line(exc)) from None
-            raise _unreadable(f"table {identifier!r} of connection {connection_id!r}", exc) from None
+            raise _unreadable(f"table {name!r} of connection {connection_id!r}", exc) from None
 
     return app
 
 
-__all__ = ["create_app", "readable_paimon_connections"]
+__all__ = ["create_app", "error_response", "health_table_name", "readable_paimon_connections", "wants_json"]

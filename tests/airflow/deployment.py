@@ -166,6 +166,9 @@ class Deployment:
                                                            "log_file_path": str(self.lineage_file)}),
             "AIRFLOW__OPENLINEAGE__NAMESPACE": "paimonflow-deployment-test",
             "PYTHONUNBUFFERED": "1",
+            # the workers' spark-submit (on PATH above) and its Python, as a worker host is set up
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_LOCAL_IP": "127.0.0.1",
         }
 
     def __post_init__(self) -> None:
@@ -182,6 +185,8 @@ class Deployment:
         (self.home / "plugins").mkdir(exist_ok=True)
         (self.home / "logs").mkdir(exist_ok=True)
         shutil.copytree(REPO / "dags_examples", self.dags, ignore=shutil.ignore_patterns("__pycache__"))
+        for test_dag in (REPO / "tests" / "airflow" / "deployment_dags").glob("paimon_*.py"):
+            shutil.copy(test_dag, self.dags / test_dag.name)  # the deployment tests' own DAGs
         (self.home / "passwords.json").write_text(json.dumps(self.passwords))
         self.postgres.start()
         migrated = subprocess.run([str(BIN / "airflow"), "db", "migrate"], env=self.env(), capture_output=True,

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -345,6 +346,51 @@ def test_a_backfill_loads_each_day_and_its_rerun_commits_nothing(deployment):
     assert {(r["id"], r["dt"]): r["amount"] for r in sales.read().to_pylist()} == loaded
     assert sales.snapshot_manager.latest_id() == latest  # every rerun was recognised: nothing committed
     REPORT["backfill"] = {"first": first, "rerun": second, "snapshots": snapshots(sales)}
+
+
+CHAIN = "paimon_test_cluster_chain"
+
+
+@pytest.mark.timeout(1200)
+def test_a_chain_on_the_cluster_defers_its_spark_submits_and_links_their_applications(deployment, spark_cluster):
+    """DDL >> write >> check >> compact on a new table, the write and the compaction deferrable
+    spark-submits on the tests' standalone cluster in a one-slot pool: ``probe`` (same pool,
+    lower priority) runs while the write's application runs, so the deferred write held no slot;
+    the triggerer restarted while the write is deferred loses nothing; each submitted task's Spark
+    link, read through the REST API, opens its application's page."""
+    host, port = spark_cluster.url.rsplit(":", 1)
+    web_ui = f"http://127.0.0.1:{spark_cluster.ui_port}"
+    deployment.api("POST", "/connections", expect=201, json={
+        "connection_id": "spark_cluster", "conn_type": "spark", "host": host, "port": int(port),
+        "extra": json.dumps({"master_web_ui": web_ui})})
+    deployment.api("POST", "/pools", expect=201, json={"name": "spark_slot", "slots": 1, "include_deferred": False})
+    deployment.wait_for_dags(CHAIN)
+    deployment.set_paused(CHAIN, False)
+    run_id = deployment.trigger(CHAIN)
+    # while the write is deferred, the triggerer is restarted: the new one follows the same application
+    wait_for("the write to defer", lambda: deployment.task_instances(CHAIN, run_id).get("write") == "deferred",
+             timeout=300, every=1, log=deployment.logs)
+    deployment.restart("triggerer")
+    deployment.wait_for_run(CHAIN, run_id, timeout=1000)
+    xcom = f"/dags/{CHAIN}/dagRuns/{run_id}/taskInstances/{{}}/xcomEntries/{{}}"
+    seen = deployment.api("GET", xcom.format("probe", "return_value"))["value"]["seen_running"]
+    write_app = deployment.api("GET", xcom.format("write", "spark_application"))["value"]
+    assert seen == [write_app["id"]]  # the probe ran in the one slot while the write's application ran
+    apps = {}
+    for task_id in ("write", "compact"):
+        links = deployment.api("GET", f"/dags/{CHAIN}/dagRuns/{run_id}/taskInstances/{task_id}/links")["extra_links"]
+        url = links["Spark application"]
+        app = next(a for a in spark_cluster.status()["completedapps"] if a["id"] in url)
+        assert app["state"] == "FINISHED" and app["name"].startswith(f"paimonflow-{'write' if task_id == 'write' else 'compact'}-")
+        page = httpx.get(url, timeout=30)
+        assert page.status_code == 200 and app["id"] in page.text
+        apps[task_id] = app["id"]
+    check = deployment.api("GET", xcom.format("check", "return_value"))["value"]
+    assert check["passed"] and check["checks"]["row_count"]["value"] == 200_000
+    table = Catalog(str(deployment.warehouse)).get_table("shop.cluster_chain")
+    assert table.latest_snapshot().commit_kind == "COMPACT" and table.read().num_rows == 200_000
+    REPORT["cluster_chain"] = {"run": run_id, "tasks": deployment.task_instances(CHAIN, run_id), "applications": apps,
+                               "probe_saw": seen}
 
 
 def test_the_table_health_page_behind_login_rendered_by_chromium(deployment):

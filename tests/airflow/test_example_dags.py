@@ -121,6 +121,55 @@ def test_backfill_is_idempotent_when_rerun(airflow_db, spark):
     assert sales.snapshot_manager.latest_id() == snapshots  # every rerun was recognised: nothing committed
 
 
+RETURNS = pa.schema([("order_id", pa.int64()), ("dt", pa.string()), ("amount", pa.float64()), ("reason", pa.string())])
+
+
+def land_returns(day: str, part: str, order_ids, amounts) -> None:
+    folder = LANDING / "returns" / day
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"order_id": list(order_ids), "dt": [day] * len(order_ids), "amount": list(amounts),
+                             "reason": ["damaged"] * len(order_ids)}, schema=RETURNS), folder / f"{part}.parquet")
+
+
+@pytest.mark.slow
+def test_table_lifecycle_creates_loads_checks_and_compacts(airflow_db, spark):
+    catalog = Catalog(str(WAREHOUSE))
+    assert not catalog.table_exists("shop.returns")  # the DAG creates it
+    land_returns("2026-11-23", "part-0", range(6), [10.0] * 6)
+    land_returns("2026-11-23", "part-1", range(4, 10), [12.5] * 6)  # 4 and 5 twice: one row per key
+    day = datetime(2026, 11, 23, tzinfo=UTC)
+    run = load_dag("paimon_table_lifecycle").test(logical_date=day)
+    assert str(run.state) == "success", states(run)
+    results = {ti.task_id: ti.xcom_pull(task_ids=ti.task_id) for ti in run.get_task_instances()}
+    assert results["create_table"]["created"] and results["create_table"]["schema_id"] == 0
+    table = catalog.get_table("shop.returns")
+    assert [(f.name, str(f.type)) for f in table.schema.fields] == [
+        ("order_id", "BIGINT NOT NULL"), ("dt", "STRING NOT NULL"), ("amount", "DOUBLE"), ("reason", "STRING")]
+    assert table.primary_keys == ("order_id", "dt") and table.schema.options["bucket"] == "2"
+    assert table.read().num_rows == 10
+    check = results["check"]
+    assert check["passed"] and check["partition"] == {"dt": "2026-11-23"}
+    assert {name: c["value"] for name, c in check["checks"].items()} == {
+        "row_count": 10, "amount.null_check": 0, "amount.min": 10.0}
+    assert table.latest_snapshot().commit_kind.value == "COMPACT"
+    assert all(len(s.files) == 1 for s in table.plan())  # compacted: one file per bucket
+
+    # the same day again: the table is found as defined, and nothing is committed twice
+    snapshots = table.snapshot_manager.list_ids()
+    run = load_dag("paimon_table_lifecycle").test(logical_date=day)
+    assert str(run.state) == "success", states(run)
+    assert not run.get_task_instances()[0].xcom_pull(task_ids="create_table")["created"]
+    assert catalog.get_table("shop.returns").snapshot_manager.list_ids() == snapshots
+
+    # a day whose rows fail a check: the run fails at the check, and the partition is not compacted
+    land_returns("2026-11-24", "part-0", range(3), [5.0, -1.0, None])
+    run = load_dag("paimon_table_lifecycle").test(logical_date=datetime(2026, 11, 24, tzinfo=UTC))
+    assert str(run.state) == "failed"
+    assert states(run) == {"create_table": "success", "load": "success", "check": "failed",
+                           "compact": "upstream_failed"}
+    assert catalog.get_table("shop.returns").latest_snapshot().commit_kind.value == "OVERWRITE"
+
+
 @pytest.mark.slow
 def test_event_driven_dag_and_its_watcher(airflow_db, orders):
     import asyncio
@@ -164,9 +213,9 @@ def test_the_example_folder_is_a_dag_folder_as_it_stands(airflow_db):
     assert not bag.import_errors, bag.import_errors
     parsed = {os.path.basename(stat.file.lstrip("/")) for stat in bag.dagbag_stats}
     assert parsed == {"paimon_backfill_daily.py", "paimon_ingest_hourly.py", "paimon_maintenance_nightly.py",
-                      "paimon_on_commit.py"}
+                      "paimon_on_commit.py", "paimon_table_lifecycle.py"}
     assert set(bag.dag_ids) == {"paimon_backfill_daily", "paimon_ingest_hourly", "paimon_maintenance_nightly",
-                                "paimon_on_commit"}
+                                "paimon_on_commit", "paimon_table_lifecycle"}
     for path in folder.glob("paimon_*.py"):
         text = path.read_text()
         assert "os.environ" not in text and "abspath" not in text, path.name

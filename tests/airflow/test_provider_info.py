@@ -70,16 +70,22 @@ def test_sections_valid_for_the_stricter_provider_yaml_schema() -> None:
 
 
 def test_the_extra_links_listed_are_the_ones_every_operator_declares() -> None:
+    """Every operator links to its table's page; the job operators (which may submit a Spark
+    application) to that application too; no operator declares a link that is not listed."""
     from airflow.sdk import BaseOperatorLink
 
     from paimonflow.operators import airflow as operators
 
-    [path] = get_provider_info()["extra-links"]
-    module, name = path.rsplit(".", 1)
-    link = getattr(importlib.import_module(module), name)
-    assert issubclass(link, BaseOperatorLink)
+    links = []
+    for path in get_provider_info()["extra-links"]:
+        module, name = path.rsplit(".", 1)
+        links.append(getattr(importlib.import_module(module), name))
+        assert issubclass(links[-1], BaseOperatorLink)
+    health, spark = links
     for operator in (getattr(operators, n) for n in operators.__all__ if n.endswith("Operator")):
-        assert [type(x) for x in operator.operator_extra_links] == [link], operator
+        declared = [type(x) for x in operator.operator_extra_links]
+        expected = [health, spark] if issubclass(operator, operators.PaimonJobOperator) else [health]
+        assert declared == expected, operator
 
 
 @pytest.mark.parametrize("section", SECTIONS)

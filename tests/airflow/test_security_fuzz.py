@@ -8,6 +8,9 @@ tree around the warehouse (``sandbox/``) is unchanged outside ``sandbox/warehous
 ``snapshot-*`` file appears that was not committed (a new one must be the snapshot a committing task
 reported, under that task's commit user: ``compact`` on ``lab.t`` commits one).
 
+Fuzzed table names also go to the plugin's table-health page as its URL carries them (the
+operators' link): one path segment, a one-line 400 or a page, and a link only where there is a page.
+
 The Airflow context is a stand-in (a real ``RuntimeTaskInstance`` needs the task supervisor behind
 it, and ``dag.test()`` per fuzzed name is far too slow): it holds every key and task-instance member
 the operators and the sensor use, with Airflow's behaviour (see :class:`StandInTaskInstance`).
@@ -24,6 +27,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from paimonflow.core import Catalog
 from paimonflow.core.errors import InvalidNameError, PaimonflowError
@@ -190,3 +194,50 @@ def test_fuzzed_dag_run_conf_names_through_every_templated_operator(airflow_db, 
     assert Catalog(str(warehouse)).get_table("lab.t").tags.get("keep").id == 1
     reliability.record(names=counts["names"], examples=counts["refused"] + counts["ran"])
     assert counts["refused"] > 0 and counts["ran"] > 0 and counts["cursor_lookups"] > 0
+
+
+# -- the table-health page's names and the operators' link to it ---------------------------------------
+
+SHAPES = ["NAME", "lab.NAME", "NAME.t", "lab.t$NAME", "lab.t$branch_NAME", "lab.t$branch_NAME$files",
+          "lab.t$branch_b$NAME"]
+
+
+def test_fuzzed_names_reach_the_health_page_as_one_segment_and_get_a_link_only_if_it_has_a_page() -> None:
+    """For any table name an operator may hold: its link's path has the name as one percent-encoded
+    segment (never a '/' of its own: the route's ``{identifier}`` takes it whole); the page's name
+    check answers 400 in one line or accepts it; and the operator gets a link exactly when the page
+    accepts the name (a table or a branch; never a system table or a refused name: no dead link)."""
+    from urllib.parse import unquote
+
+    from fastapi import HTTPException
+
+    from paimonflow.operators.airflow.links import has_health_page, health_path
+    from paimonflow.plugins.airflow.web import health_table_name
+
+    prefix = "/paimonflow/connections/paimon_lab/health/"
+    outcomes = {"page": 0, "refused": 0}
+
+    def one(name: str) -> None:
+        path = health_path("paimon_lab", name)
+        assert path.startswith(prefix)
+        segment = path[len(prefix):]
+        assert "/" not in segment and unquote(segment) == name
+        try:
+            accepted = health_table_name(name) == name
+        except HTTPException as exc:
+            assert exc.status_code == 400 and "\n" not in str(exc.detail)
+            accepted = False
+        assert has_health_page(name) is accepted, name
+        outcomes["page" if accepted else "refused"] += 1
+
+    for nasty in [*NASTY, "b", "dev+1@x~"]:
+        for shape in SHAPES:
+            one(shape.replace("NAME", nasty))
+
+    @settings(max_examples=300, **SETTINGS)
+    @given(name=NAMES, shape=st.sampled_from(SHAPES))
+    def run(name: str, shape: str) -> None:
+        one(shape.replace("NAME", name))
+
+    run()
+    assert outcomes["page"] > 0 and outcomes["refused"] > 0

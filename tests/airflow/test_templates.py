@@ -26,7 +26,7 @@ OPERATORS = sorted((c for c in vars(ops).values() if inspect.isclass(c) and issu
                     and c is not ops.PaimonJobOperator), key=lambda c: c.__name__)
 LISTS = ("partitions", "buckets", "columns")  # list fields: each item renders
 MAPPINGS = ("spark_conf",)  # mapping fields: each value renders
-FLAGS = ("full", "dry_run", "delete_all")  # the boolean flags: set in DAG code, never templated
+FLAGS = ("full", "dry_run", "delete_all", "deferrable")  # the boolean flags: set in DAG code, never templated
 
 
 def run_task(task, *, conf: dict[str, Any] | None = None):
@@ -308,3 +308,22 @@ def test_the_snapshot_sensor_renders_its_fields_and_checks_them_when_rendered() 
         bad._check({})
     with dag(), pytest.raises(ValueError, match="on_rollback is 'fail' or 'restart'"):
         PaimonSnapshotSensor(task_id="s", table="lab.t", warehouse="wh", on_rollback="ignore")  # literal: at parse
+
+
+# -- the table-health link, from the rendered table ------------------------------------------------------
+
+def test_the_health_link_follows_the_rendered_table_to_its_branch_page_or_gives_none() -> None:
+    """Airflow evaluates the link with the rendered operator: a table rendered to a branch links to
+    the branch's page; one rendered to a system table (which has no page) gets no link, not a dead one."""
+    from paimonflow.operators.airflow.links import TableHealthLink
+
+    with dag(params={"branch": "dev+1", "system": "snapshots"}):
+        branch = ops.PaimonCompactOperator(task_id="b", table="lab.t$branch_{{ params.branch }}",
+                                           paimon_conn_id="paimon_lab")
+        system = ops.PaimonCompactOperator(task_id="s", table="lab.t${{ params.system }}",
+                                           paimon_conn_id="paimon_lab")
+    render(branch)
+    render(system)
+    assert TableHealthLink().get_link(branch, ti_key=None).endswith(
+        "/paimonflow/connections/paimon_lab/health/lab.t%24branch_dev%2B1")
+    assert system.table == "lab.t$snapshots" and TableHealthLink().get_link(system, ti_key=None) == ""

@@ -69,3 +69,10 @@ with DAG(dag_id="paimon_test_spark_cluster", schedule=None, start_date=datetime(
                         spark_conn_id="spark_cluster", path=LANDING + "/lab/cluster",
                         spark_conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m",
                                     "spark.scheduler.minRegisteredResourcesRatio": "1.0"})
+
+with DAG(dag_id="paimon_test_spark_deferred", schedule=None, start_date=datetime(2026, 11, 1), catchup=False):
+    # deferrable spark-submit on the standalone cluster (AIRFLOW_CONN_SPARK_CLUSTER, set by the test,
+    # with the master's web UI in its master_web_ui extra)
+    PaimonWriteOperator(task_id="deferred_write", table="lab.deferred", path=LANDING + "/lab/deferred",
+                        warehouse=WAREHOUSE, engine="spark-submit", spark_conn_id="spark_cluster", deferrable=True,
+                        poll_interval=1, spark_conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m"})
