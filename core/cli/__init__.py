@@ -3,7 +3,7 @@ with one error contract (``contract.py``) and one way of printing (``output.py``
 
 from __future__ import annotations
 
-from . import lifecycle  # noqa: F401  (its verbs register on verbs.app)
+from . import lifecycle, maintain  # noqa: F401  (their verbs register on verbs.app)
 from .verbs import app, main
 
 __all__ = ["app", "main"]

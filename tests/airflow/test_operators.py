@@ -342,7 +342,7 @@ def test_a_tag_with_a_spark_submit_connection_runs_on_the_core_and_engine_opts_o
     t.write(pa.table({"id": [1], "v": ["x"]}, schema=SCHEMA))
     submitted: list[str] = []
 
-    def run_submitted(self, hook, arguments):
+    def run_submitted(self, hook, arguments, context):
         submitted.append(self.task_id)
         return {"job": self.job, "submitted": True}
 
