@@ -33,6 +33,7 @@ from .operators import (
     connection_table_asset,
     table_asset,
 )
+from .warehouse import PaimonMaintenanceActionOperator, PaimonPlanWarehouseOperator
 
 __all__ = [
     "ENGINES",
@@ -50,6 +51,8 @@ __all__ = [
     "PaimonExpireTagsOperator",
     "PaimonHook",
     "PaimonJobOperator",
+    "PaimonMaintenanceActionOperator",
+    "PaimonPlanWarehouseOperator",
     "PaimonReadChangesOperator",
     "PaimonRemoveOrphanFilesOperator",
     "PaimonRollbackOperator",

@@ -123,6 +123,7 @@ class PaimonJobOperator(BaseOperator):
         self._finished: tuple[PaimonHook, dict[str, Any]] | None = None  # for the lineage facets
         self._tag: str | None = None  # the Spark job tag of the running job, for on_kill
         self._submit_hook: SparkSubmitHook | None = None
+        self.spark_application: dict[str, Any] | None = None  # the submitted application (spark_app.py)
 
     # -- what subclasses give -------------------------------------------------------------------
 
@@ -319,8 +320,13 @@ class PaimonJobOperator(BaseOperator):
         if master.web_ui:
             application = lookup_application(master.web_ui, name)
             if application is not None:
-                context["ti"].xcom_push(key=SPARK_APP_XCOM, value=application)
+                self._keep_application(context, application)
         return record or {"job": self.job, "table": self.table, "submitted": True}
+
+    def _keep_application(self, context, application: dict[str, Any]) -> None:
+        """The application this task ran: for its link (:class:`SparkApplicationLink`) and XCom."""
+        self.spark_application = application
+        context["ti"].xcom_push(key=SPARK_APP_XCOM, value=application)
 
     def _defer_submitted(self, hook: PaimonHook, arguments: dict[str, Any], context) -> None:
         """Start the job's ``spark-submit`` detached (client deploy mode, its own session, its
@@ -361,7 +367,7 @@ class PaimonJobOperator(BaseOperator):
         from paimonflow.jobs.results import ResultFile, raise_if_failed
 
         if event.get("application"):
-            context["ti"].xcom_push(key=SPARK_APP_XCOM, value=event["application"])
+            self._keep_application(context, event["application"])
         hook = self._hook()
         location = hook.location(self.table)
         with ResultFile(location.warehouse, location.storage_options, uri=event["result_uri"]) as result:

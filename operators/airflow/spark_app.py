@@ -109,15 +109,15 @@ def lookup_application(web_ui: str, name: str) -> dict[str, Any] | None:
 
 
 class SparkApplicationLink(BaseOperatorLink):
-    """The task's Spark application on its standalone master's web UI (``spark_application`` XCom,
-    pushed when the task learns the application's id)."""
+    """The task's Spark application on its standalone master's web UI. Airflow 3 evaluates a link
+    once, on the worker, with the operator that ran the task: the operator keeps the application
+    it learned (:attr:`spark_application`, also pushed as the ``spark_application`` XCom); a task
+    that submitted nothing has no link, and nothing is looked up for it."""
 
     name = "Spark application"
 
     def get_link(self, operator, *, ti_key) -> str:
-        from airflow.sdk.execution_time.xcom import XCom
-
-        record = XCom.get_value(ti_key=ti_key, key=SPARK_APP_XCOM)
+        record = getattr(operator, "spark_application", None)
         return str(record.get("url") or "") if isinstance(record, Mapping) else ""
 
 

@@ -6,7 +6,8 @@ only, never Airflow).
 * ``assets``: :func:`paimon_job_op` (an op per paimonflow job) and :func:`paimon_table` with
   :class:`TableSpec` (a table's asset, health checks, maintenance job and schedule);
 * ``io_manager``: :class:`PaimonIOManager`, asset outputs stored in Paimon tables, with
-  Dagster's database IO manager conventions (``table_slice``, ``type_handlers``);
+  Dagster's database IO manager conventions (``table_slice``, ``type_handlers``), committed by
+  ``write_mode`` (overwrite, append, upsert), a schema change and its rows landing together;
 * ``metadata``: Dagster's standard table metadata (``dagster/row_count``, ``dagster/column_schema``...)
   on every materialization.
 """

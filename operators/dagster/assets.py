@@ -7,7 +7,10 @@
 * ``paimon_table(TableSpec(...))``: the table as an asset, materialized by the write job from a
   source path (for partitioned assets each partition overwrites its own table partition), with
   health asset checks, a maintenance job (compact, tag the day, expire snapshots, expire tags,
-  remove orphans) and its schedule: a table's life from a few lines.
+  remove orphans) and its schedule: a table's life from a few lines. The maintenance job runs in
+  one process (Dagster's in-process executor: its steps are a chain anyway), so its Spark steps
+  share one Spark session and no step pays for a process of its own; the tag and expiry steps run
+  on the core (:meth:`SparkResource.runs_on_core`).
 
 Commit identity: ``dagster.<step>.<partition or "all">.<root run id>``, so a re-executed run (same
 root run, same partition) recognises its own landed commit and never commits twice.
@@ -177,7 +180,9 @@ def paimon_table(spec: TableSpec) -> dict[str, list]:
                          older_than_millis=_millis(spec.orphan_older_than),
                          min_older_than_millis=_millis(spec.orphan_min_older_than))]
 
-    @dg.job(name=f"maintain_{_safe(spec.table)}", tags={"kind": "paimon"})
+    # one process for the chain: the Spark steps share a session (a multiprocess run started a local
+    # Spark per step, minutes on a 12-row table), the metadata-only steps run on the core
+    @dg.job(name=f"maintain_{_safe(spec.table)}", tags={"kind": "paimon"}, executor_def=dg.in_process_executor)
     def maintenance():
         compact, tag, expire, expire_tags, orphans = ops
         orphans(expire_tags(expire(tag(compact()))))

@@ -11,10 +11,17 @@ Writing an output:
 2. The schema evolves with the asset: new columns are added (older rows read them as null), a
    column may widen safely (INT -> BIGINT...), a nullable column the output no longer has is
    written as null. Anything else (a narrowed or changed type, a NOT NULL column missing, a new
-   key column) fails with one line naming each column, before anything is written.
-3. One commit replaces exactly the slice: the partitions the asset partition(s) select, or the
-   whole table for an unpartitioned asset. The commit identity comes from the root run and the
-   slice, so a re-executed run commits nothing new.
+   key column) fails with one line naming each column, before anything is written. The schema
+   change and the rows land together (:mod:`paimonflow.core.write.evolving_write`): an output the
+   write refuses (a null key, a row outside its partition) leaves the schema as it was.
+3. One commit, by the write mode (``write_mode`` definition metadata, else the IO manager's
+   ``write_mode``): ``overwrite`` (the default) replaces exactly the slice (the partitions the
+   asset partition(s) select, or the whole table for an unpartitioned asset); ``append`` adds the
+   rows (a table without primary keys); ``upsert`` writes them into a primary-key table, whose
+   merge engine puts each row in place of the row with its key (``deduplicate``, the default).
+   In every mode the rows of a partitioned asset must lie in its partition(s). The commit
+   identity comes from the root run and the slice, so a retried step or a re-executed run
+   commits nothing new (no append twice).
 4. The materialization carries Dagster's standard table metadata (:mod:`.metadata`).
 
 Loading an input reads only the upstream partitions the input maps to (partition pruning) and
@@ -25,7 +32,7 @@ only the ``columns`` of the input's metadata.
 
 import hashlib
 import re
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
 import pyarrow as pa
@@ -33,8 +40,11 @@ from pydantic import Field, PrivateAttr
 
 from paimonflow.core.data.types import schema_holding_signed
 from paimonflow.core.errors import PaimonflowError, SchemaError, TableNotFoundError
+from paimonflow.core.maintenance.post_commit import after_batch_write
 from paimonflow.core.meta.capabilities import Operation
-from paimonflow.core.write.evolve import merge_changes, with_missing_columns_as_null
+from paimonflow.core.predicate import Predicate
+from paimonflow.core.write.evolve import merge_changes
+from paimonflow.core.write.evolving_write import write_evolving
 
 from .metadata import table_metadata
 from .resources import PaimonResource
@@ -42,6 +52,10 @@ from .table_slice import TableSlice, table_slice
 from .type_handlers import TypeHandler, default_handlers, handler_for
 
 OWNER = "Dagster asset "
+#: the definition metadata key choosing an asset's write mode (over the IO manager's ``write_mode``)
+WRITE_MODE_KEY = "write_mode"
+WRITE_MODES = ("overwrite", "append", "upsert")
+WriteMode = Literal["overwrite", "append", "upsert"]
 
 
 def _fail(message: str) -> dg.Failure:
@@ -49,11 +63,22 @@ def _fail(message: str) -> dg.Failure:
 
 
 class PaimonIOManager(dg.ConfigurableIOManager):
-    """Asset outputs in Paimon tables: ``<database>.<last key part>`` (see the module docstring)."""
+    """Asset outputs in Paimon tables: ``<database>.<last key part>`` (see the module docstring).
+
+    Examples:
+        ``PaimonIOManager(paimon=PaimonResource(warehouse="s3://lake/wh"))`` replaces each asset's
+        slice on every materialization; ``PaimonIOManager(..., write_mode="append")`` appends
+        instead, and an asset overrides it with ``metadata={"write_mode": "upsert"}``."""
 
     paimon: dg.ResourceDependency[PaimonResource]
     database: str | None = Field(
         default=None, description="Database for every asset (default: the asset key's prefix, else 'default')")
+    write_mode: WriteMode = Field(
+        default="overwrite",
+        description="How an output is committed, unless its definition metadata says otherwise ('write_mode'): "
+                    "'overwrite' replaces the asset's slice (its partitions, or the whole table); 'append' adds "
+                    "the rows (a table without primary keys); 'upsert' writes them into a primary-key table, each "
+                    "row replacing the row with its key (by the table's merge engine)")
     _handlers: list[TypeHandler] = PrivateAttr(default_factory=default_handlers)
 
     # -- writing ------------------------------------------------------------------------------
@@ -64,29 +89,44 @@ class PaimonIOManager(dg.ConfigurableIOManager):
         if handler is None:
             raise _fail(f"PaimonIOManager cannot store a {type(obj).__name__}; it stores "
                         f"{', '.join(h.name for h in self._handlers)} frames")
+        name = context.asset_key.to_user_string() if context.has_asset_key else context.name
+        mode = self._mode(context, name)
         try:
             slice_ = table_slice(context, context, database=self.database)
             data = handler.to_arrow(obj)
-            table = self._table_for_output(context, slice_, data)
+            table = self._table_for_output(context, slice_, data, mode)
             _check_partitioned_by(table, slice_)
+            _check_mode(table.identifier, table.primary_keys, mode)
             where = slice_.predicate(table.arrow_schema)
             table.capabilities.require(Operation.WRITE)  # before the schema changes for the write
-            table = _evolve(table, data)  # nothing changed or written if the output does not fit
-            data = with_missing_columns_as_null(data, table.arrow_schema)  # the write orders and casts the columns
-            result = table.write(data, overwrite=where if where is not None else {},
-                                 commit_user=_commit_user(context, slice_), commit_identifier=1)
+            _check_fits(table, data)  # the columns, in one line naming each, before any file is written
+            # overwrite: the slice, or the whole table; else the rows must lie in the slice
+            overwrite: Predicate | dict | bool = (where if where is not None else {}) if mode == "overwrite" else False
+            written = write_evolving(table, data, overwrite=overwrite, within=None if mode == "overwrite" else where,
+                                     commit_user=_commit_user(context, slice_), commit_identifier=1, what="output")
+            table, result = written.table, after_batch_write(written.table, written.commit)
         except PaimonflowError as err:
-            raise _fail(f"{context.asset_key.to_user_string() if context.has_asset_key else context.name}: {err}") \
-                from None
-        # the slice holds the output's rows (one per key for a primary-key table), the whole table
-        # when the asset is unpartitioned; a partitioned one's table count comes from metadata
-        written = data.group_by(list(table.primary_keys)).aggregate([]).num_rows if table.primary_keys \
-            else data.num_rows
-        context.add_output_metadata(table_metadata(
-            table, snapshot_id=result.snapshot_id, committed=not result.already_committed,
-            partition_rows=written if slice_.partitioned else None, rows=None if slice_.partitioned else written))
+            raise _fail(f"{name}: {err}") from None
+        meta: dict[str, Any] = {"paimon/write_mode": mode, "paimon/rows_written": data.num_rows}
+        if mode == "overwrite":
+            # the slice holds the output's rows (one per key for a primary-key table), the whole
+            # table when the asset is unpartitioned; a partitioned one's table count comes from metadata
+            rows = data.group_by(list(table.primary_keys)).aggregate([]).num_rows if table.primary_keys \
+                else data.num_rows
+            meta.update(table_metadata(table, snapshot_id=result.snapshot_id, committed=not result.already_committed,
+                                       partition_rows=rows if slice_.partitioned else None,
+                                       rows=None if slice_.partitioned else rows))
+        else:  # rows added to what was there: the table's count only where its metadata knows it
+            meta.update(table_metadata(table, snapshot_id=result.snapshot_id, committed=not result.already_committed))
+        context.add_output_metadata(meta)
 
-    def _table_for_output(self, context: dg.OutputContext, slice_: TableSlice, data: pa.Table):
+    def _mode(self, context: dg.OutputContext, name: str) -> WriteMode:
+        mode = _plain(context.definition_metadata).get(WRITE_MODE_KEY, self.write_mode)
+        if mode not in WRITE_MODES:
+            raise _fail(f"{name}: write_mode {mode!r} is not one of {', '.join(WRITE_MODES)} (nothing written)")
+        return mode
+
+    def _table_for_output(self, context: dg.OutputContext, slice_: TableSlice, data: pa.Table, mode: str):
         catalog = self.paimon.catalog()
         owner = OWNER + (context.asset_key.to_user_string() if context.has_asset_key else f"op output {slice_.table}")
         try:
@@ -97,6 +137,7 @@ class PaimonIOManager(dg.ConfigurableIOManager):
             primary_keys = list(meta.get("paimon/primary_keys") or [])
             if primary_keys:
                 primary_keys += [k for k in partition_keys if k not in primary_keys]
+            _check_mode(slice_.identifier, primary_keys, mode)  # before the table is made
             keys = {*primary_keys, *partition_keys}
             # unsigned columns (polars' len() is u32) take the signed type holding every value
             schema = pa.schema([f.with_nullable(False) if f.name in keys else f
@@ -155,15 +196,24 @@ def _check_partitioned_by(table, slice_: TableSlice) -> None:
                     f"{list(table.partition_keys)}): a partition of the asset must be a partition of the table")
 
 
-def _evolve(table, data: pa.Table):
-    """The table, altered for the output's new or wider columns (the core's rule:
-    :mod:`paimonflow.core.write.evolve`). Raises a failure listing every incompatible column,
-    before any change."""
+def _check_mode(identifier: str, primary_keys, mode: str) -> None:
+    if mode == "upsert" and not primary_keys:
+        raise _fail(f"write_mode 'upsert' replaces rows by primary key, but {identifier} has no primary key (give "
+                    f"the asset 'paimon/primary_keys' metadata before its table is made, or write_mode 'append') "
+                    f"(nothing written)")
+    if mode == "append" and primary_keys:
+        raise _fail(f"write_mode 'append' adds rows, but {identifier} has primary keys {list(primary_keys)}: a row "
+                    f"replaces the row with its key; use write_mode 'upsert' (nothing written)")
+
+
+def _check_fits(table, data: pa.Table) -> None:
+    """The output's columns against the table's by the core's merge rule
+    (:mod:`paimonflow.core.write.evolve`): a failure listing every incompatible column, before
+    any change."""
     try:
-        changes = merge_changes(table.schema, data.schema, identifier=table.identifier, what="output")
+        merge_changes(table.schema, data.schema, identifier=table.identifier, what="output")
     except SchemaError as err:
         raise _fail(str(err)) from None
-    return table.alter(changes) if changes else table
 
 
-__all__ = ["PaimonIOManager"]
+__all__ = ["WRITE_MODES", "WRITE_MODE_KEY", "PaimonIOManager"]

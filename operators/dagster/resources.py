@@ -11,6 +11,14 @@ logs, and terminating the run stops the submission. A metadata-only job (tags, e
 branches, consumers: :data:`~paimonflow.jobs.registry.METADATA_ONLY_JOBS`) runs on the core in
 the step's process unless ``metadata_jobs_on_core=False``: it would start a Spark application
 (under ``submit=True`` one that a standalone master gives every free core) for seconds of work.
+
+One Spark session per process: the steps of a run that share a process (Dagster's in-process
+executor, what :func:`~.assets.paimon_table`'s maintenance job uses) share one session, started
+by the first Spark step; each step then logs the application it ran on and whether an earlier
+step started it. Steps in processes of their own (the multiprocess executor) start a local Spark
+each, unless ``master`` is a Spark Connect URL (``sc://host:15002``): every step is then a thin
+client of that one server, with no JVM of its own. ``submit=True`` makes every Spark step its own
+application on the cluster (a driver each).
 """
 
 # No ``from __future__ import annotations`` here: Dagster reads these annotations at runtime.
@@ -72,7 +80,9 @@ class SparkResource(dg.ConfigurableResource):
         ``SparkResource(master="spark://spark-master:7077", submit=True)``: writes, compactions,
         orphan removal and incremental reads are submitted; tags, expiries and rollbacks run on
         the core. ``SparkResource(..., submit=True, metadata_jobs_on_core=False)`` submits them
-        too (each then an application that asks for no executors)."""
+        too (each then an application that asks for no executors).
+        ``SparkResource(master="sc://spark-connect:15002")``: every Spark step of every run is a
+        client of one Spark Connect server (no JVM per step, whatever the executor)."""
 
     master: str = "local[2]"
     conf: dict[str, str] = Field(default_factory=dict)
@@ -86,11 +96,28 @@ class SparkResource(dg.ConfigurableResource):
     _session: Any = PrivateAttr(default=None)
 
     def session(self):
+        """The process's Spark session: the one running (started by an earlier step of the run in
+        this process, or by a launcher), else a new one on ``master`` with ``conf``."""
         if self._session is None:
             from paimonflow.jobs.session import spark_session
 
             self._session = spark_session(master=self.master, conf=self.conf)
         return self._session
+
+    def _session_for(self, context: Any, job: str, table: str):
+        """:meth:`session`, saying in the step's log which application the step runs on and
+        whether an earlier step in this process started it (one session per in-process run)."""
+        session = self.session()
+        if context is not None:
+            from paimonflow.jobs.spark_info import master_of
+
+            app = str(session.conf.get("spark.app.id", None) or "?")
+            shared = app in _SESSIONS_USED
+            _SESSIONS_USED.add(app)
+            context.log.info(f"paimonflow {job} {table}: on Spark application {app} ({master_of(session)}), "
+                             + ("shared with the earlier steps in this process" if shared
+                                else "first used by this step in this process"))
+        return session
 
     def run(self, job: str, paimon: PaimonResource, table: str, arguments: dict[str, Any], *,
             context: Any = None) -> dict[str, Any]:
@@ -109,7 +136,8 @@ class SparkResource(dg.ConfigurableResource):
         from paimonflow.jobs.registry import run_job
 
         try:
-            return run_job(job, None if on_core else self.session(), paimon.location(table), arguments)
+            spark = None if on_core else self._session_for(context, job, table)
+            return run_job(job, spark, paimon.location(table), arguments)
         except PaimonflowError as err:  # a mistake a user can make (a missing source...): one line
             raise dg.Failure(description=f"{job} {table}: {type(err).__name__}: {err}", allow_retries=False) \
                 from None
@@ -163,6 +191,10 @@ class SparkResource(dg.ConfigurableResource):
             raise dg.Failure(description=f"spark-submit {job} succeeded but its driver reported no result through "
                                          f"Dagster Pipes")
         return results[-1]
+
+
+#: Spark applications a step of this process has run on (the log says when a step shares one)
+_SESSIONS_USED: set[str] = set()
 
 
 def _submit_env() -> dict[str, str]:

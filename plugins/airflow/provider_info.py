@@ -89,7 +89,7 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
 # -- what the provider holds ----------------------------------------------------------------------
 HOOK_MODULES = ("paimonflow.operators.airflow.hook",)
 OPERATOR_MODULES = ("paimonflow.operators.airflow.operators", "paimonflow.operators.airflow.ddl",
-                    "paimonflow.operators.airflow.checks")
+                    "paimonflow.operators.airflow.checks", "paimonflow.operators.airflow.warehouse")
 SENSOR_MODULES = ("paimonflow.sensors.airflow.snapshot",)
 TRIGGER_MODULES = ("paimonflow.sensors.airflow.snapshot", "paimonflow.operators.airflow.spark_app")
 PLUGIN_CLASS = "paimonflow.plugins.airflow.plugin.PaimonflowPlugin"

@@ -60,7 +60,8 @@ class PaimonTableScaffolder(dg.Scaffolder):
 @dg.scaffold_with(PaimonTableScaffolder)
 class PaimonTableComponent(dg.Component, dg.Model, dg.Resolvable):
     """A Paimon table's life in Dagster: write asset, health checks, maintenance job and schedule,
-    and a sensor reporting commits made elsewhere as the asset's materializations."""
+    and a sensor reporting commits made elsewhere as the asset's materializations (one per day or
+    hour a commit touched, read from ``partition_column``, for a partitioned table)."""
 
     table: str
     source: str | None = None
@@ -99,10 +100,22 @@ class PaimonTableComponent(dg.Component, dg.Model, dg.Resolvable):
                          min_snapshots=self.min_snapshots, tag_days=self.tag_days, freshness=freshness)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        parts = paimon_table(self.spec())
-        sensors = [paimon_commit_observer(self.table, table_asset_key(self.table))] if self.observe_commits else []
+        spec = self.spec()
+        parts = paimon_table(spec)
+        sensors = [self._observer(spec)] if self.observe_commits else []
         return dg.Definitions(assets=parts["assets"], asset_checks=parts["asset_checks"], jobs=parts["jobs"],
                               schedules=parts["schedules"], sensors=sensors)
+
+    def _observer(self, spec: TableSpec) -> dg.SensorDefinition:
+        """The commit observer: per partition key for a partitioned asset, read from
+        ``partition_column`` (a partitioned table without one is refused here, in one line)."""
+        if spec.partitions_def is not None and not self.partition_column:
+            raise InvalidArgumentError(
+                f"PaimonTableComponent {self.table}: the commit observer reports each commit for the partitions it "
+                f"touched, which needs partition_column (the table column holding the partition key); set "
+                f"partition_column, or observe_commits: false")
+        return paimon_commit_observer(self.table, table_asset_key(self.table), partitions_def=spec.partitions_def,
+                                      partition_column=self.partition_column if spec.partitions_def else None)
 
 
 def _partitions_def(partitions: Partitions | None) -> dg.PartitionsDefinition | None:

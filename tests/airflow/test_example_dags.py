@@ -213,13 +213,15 @@ def test_the_example_folder_is_a_dag_folder_as_it_stands(airflow_db):
     assert not bag.import_errors, bag.import_errors
     parsed = {os.path.basename(stat.file.lstrip("/")) for stat in bag.dagbag_stats}
     assert parsed == {"paimon_backfill_daily.py", "paimon_ingest_hourly.py", "paimon_maintenance_nightly.py",
-                      "paimon_on_commit.py", "paimon_table_lifecycle.py"}
+                      "paimon_on_commit.py", "paimon_table_lifecycle.py", "paimon_warehouse_maintenance.py"}
     assert set(bag.dag_ids) == {"paimon_backfill_daily", "paimon_ingest_hourly", "paimon_maintenance_nightly",
-                                "paimon_on_commit", "paimon_table_lifecycle"}
+                                "paimon_on_commit", "paimon_table_lifecycle", "paimon_warehouse_maintenance"}
     for path in folder.glob("paimon_*.py"):
         text = path.read_text()
         assert "os.environ" not in text and "abspath" not in text, path.name
     assert not bag.get_dag("paimon_backfill_daily").catchup
+    warehouse = bag.get_dag("paimon_warehouse_maintenance")
+    assert not warehouse.catchup and warehouse.max_active_runs == 1
 
 
 def test_a_day_with_nothing_landed_is_skipped_and_a_missing_path_is_one_line(airflow_db):
@@ -247,3 +249,68 @@ def test_a_day_with_nothing_landed_is_skipped_and_a_missing_path_is_one_line(air
         write.if_missing = "skip"
         with pytest.raises(AirflowSkipException):
             write._check_source(PaimonHook(), arguments)
+
+
+def fleet_table(name: str, *, primary_keys=(), writes: int, **options):
+    catalog = Catalog(str(WAREHOUSE))
+    catalog.create_database("fleet", ignore_if_exists=True)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    table = catalog.create_table(f"fleet.{name}", schema, primary_keys=list(primary_keys), options=options)
+    for i in range(writes):
+        table.write(pa.table({"id": [i, 1000 + i], "v": [name, name]}, schema=schema))
+    return catalog.get_table(f"fleet.{name}")
+
+
+def fleet_rows(name: str) -> list[tuple[int, str]]:
+    return sorted((r["id"], r["v"]) for r in Catalog(str(WAREHOUSE)).get_table(f"fleet.{name}").read().to_pylist())
+
+
+@pytest.mark.slow
+def test_warehouse_maintenance_maps_one_task_per_due_action(airflow_db, spark):
+    import time
+
+    from paimonflow.core.maintenance.planner import plan_warehouse
+
+    # level-0 files over the trigger; snapshots over snapshot.num-retained.max; a tag past its TTL; healthy
+    fleet_table("events", primary_keys=["id"], writes=5, **{"bucket": "1", "write-only": "true",
+                                                             "num-sorted-run.compaction-trigger": "3"})
+    fleet_table("clicks", writes=8, **{"write-only": "true", "snapshot.num-retained.min": "1",
+                                       "snapshot.num-retained.max": "3",
+                                       "compaction.min.file-num": "50"})
+    audits = fleet_table("audits", primary_keys=["id"], writes=1, bucket="1")
+    audits.tags.create("old", time_retained="1 ms")
+    fleet_table("healthy", primary_keys=["id"], writes=1, bucket="1")
+    time.sleep(0.01)
+    rows = {name: fleet_rows(name) for name in ("events", "clicks", "audits", "healthy")}
+    healthy_snapshot = Catalog(str(WAREHOUSE)).get_table("fleet.healthy").snapshot_manager.latest_id()
+
+    run = load_dag("paimon_warehouse_maintenance").test(logical_date=datetime(2026, 12, 2, tzinfo=UTC),
+                                                        run_conf={"tables": "fleet.*"})
+    instances = run.get_task_instances()
+    assert str(run.state) == "success", {(ti.task_id, ti.map_index): str(ti.state) for ti in instances}
+    mapped = sorted((ti.map_index, str(ti.state)) for ti in instances if ti.task_id == "maintain")
+    assert mapped == [(0, "success"), (1, "success"), (2, "success")]
+    summary = instances[0].xcom_pull(task_ids="summary")
+    assert sorted((d["table"], d["action"]) for d in summary["done"]) == [
+        ("fleet.audits", "expire-tags"), ("fleet.clicks", "expire-snapshots"), ("fleet.events", "compact")]
+    assert summary["skipped"] == [] and summary["planned"] == 3
+    catalog = Catalog(str(WAREHOUSE))
+    events, clicks = catalog.get_table("fleet.events"), catalog.get_table("fleet.clicks")
+    assert events.latest_snapshot().commit_user.startswith("airflow.paimon_warehouse_maintenance.maintain.m")
+    assert len(clicks.snapshot_manager.list_ids()) <= 3
+    assert not catalog.get_table("fleet.audits").tags.list()
+    assert catalog.get_table("fleet.healthy").snapshot_manager.latest_id() == healthy_snapshot
+    assert {name: fleet_rows(name) for name in rows} == rows  # no row lost
+    fleet = plan_warehouse(catalog, "fleet.*")
+    assert fleet.actions == ()  # every table within its options' bounds
+    assert next(t for t in fleet.tables if t.table == "fleet.events").max_sorted_runs <= 3
+
+    # the next day: nothing is due, nothing is mapped, nothing is committed
+    latest = {name: catalog.get_table(f"fleet.{name}").snapshot_manager.latest_id() for name in rows}
+    run = load_dag("paimon_warehouse_maintenance").test(logical_date=datetime(2026, 12, 3, tzinfo=UTC),
+                                                        run_conf={"tables": "fleet.*"})
+    instances = run.get_task_instances()
+    assert str(run.state) == "success", {(ti.task_id, ti.map_index): str(ti.state) for ti in instances}
+    assert instances[0].xcom_pull(task_ids="plan") == []
+    assert instances[0].xcom_pull(task_ids="summary") == {"planned": 0, "done": [], "skipped": []}
+    assert {name: catalog.get_table(f"fleet.{name}").snapshot_manager.latest_id() for name in rows} == latest

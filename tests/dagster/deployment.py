@@ -73,6 +73,10 @@ class DagsterDeployment:
                   working_directory: {self.root}
             """))
         workspace = ["-w", str(self.root / "workspace.yaml")]
+        # the storages made once, before two processes would race to make them (both stamping
+        # the sqlite schema: the loser's daemon died with "UNIQUE constraint failed: alembic_version")
+        subprocess.run([str(BIN / "dagster"), "instance", "migrate"], env=self.env(), cwd=self.root, check=True,
+                       capture_output=True, timeout=300)
         self._spawn("webserver", [str(BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(self.port), *workspace])
         self._spawn("daemon", [str(BIN / "dagster-daemon"), "run", *workspace])
         wait_for("the webserver to load the example definitions", self._loaded, timeout=300, every=2,
@@ -180,6 +184,29 @@ class DagsterDeployment:
         data = self.graphql("""query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection {
             events { ... on MessageEvent { message stepKey } } } } }""", id=run_id)
         return [(e.get("stepKey"), e["message"]) for e in data["logsForRun"]["events"] if e.get("message")]
+
+    def step_failures(self, run_id: str) -> list[tuple[str | None, str | None]]:
+        """Each failed step of a run as ``(step key, the description of its dg.Failure)``: the one
+        line the UI shows for it."""
+        data = self.graphql("""query($id: ID!) { logsForRun(runId: $id) { ... on EventConnection { events {
+            ... on ExecutionStepFailureEvent { stepKey failureMetadata { description } } } } } }""", id=run_id)
+        return [(e.get("stepKey"), (e.get("failureMetadata") or {}).get("description"))
+                for e in data["logsForRun"]["events"] if "failureMetadata" in e]
+
+    def wait_for_run(self, run_id: str, *, timeout: float = 420) -> str:
+        """Wait until the run has ended; its status (SUCCESS, FAILURE or CANCELED)."""
+        def ended() -> str | None:
+            status = self.run_status(run_id)
+            return status if status in ("SUCCESS", "FAILURE", "CANCELED") else None
+
+        return wait_for(f"run {run_id} to end", ended, timeout=timeout, every=2, log=self.logs)
+
+    def sensor_ticks(self, name: str, limit: int = 10) -> list[dict[str, Any]]:
+        """The sensor's latest ticks, newest first: ``status`` and ``skipReason``."""
+        data = self.graphql("""query($s: SensorSelector!, $n: Int) { sensorOrError(sensorSelector: $s) {
+            ... on Sensor { sensorState { ticks(limit: $n) { status skipReason } } } } }""",
+                            s=self.selector("sensor", name), n=limit)
+        return data["sensorOrError"]["sensorState"]["ticks"]
 
     def wait_for_success(self, job: str, *, count: int = 1, timeout: float = 420) -> list[dict[str, Any]]:
         """Wait until ``job`` has ``count`` finished runs; every one must have succeeded."""

@@ -111,3 +111,48 @@ def test_the_example_project_loads_its_component(dagster_env):
     assert defs.resolve_assets_def(dg.AssetKey(["paimon", "shop", "returns"])) is not None
     assert defs.resolve_job_def("maintain_shop_returns") is not None
     assert Path(import_definitions().__file__).parent.joinpath("dagster_defs", "returns", "defs.yaml").exists()
+
+
+def test_the_observer_of_a_daily_table_reports_each_commit_for_the_days_it_touched(tmp_path):
+    """The YAML's observer (on by default) maps the table's ``partition_column`` to the daily
+    keys: a commit made outside Dagster is one materialization per day it touched."""
+    from paimonflow.operators.dagster import PaimonResource
+
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("dt", pa.string(), nullable=False)])
+    catalog = Catalog(str(tmp_path / "wh"))
+    catalog.create_database("shop")
+    returns = catalog.create_table("shop.returns", schema, primary_keys=["id", "dt"], partition_keys=["dt"],
+                                   options={"bucket": "1"})
+    defs = dg.build_defs_for_component(component("""
+        table: shop.returns
+        partitions: {type: daily, start: "2026-11-01"}
+        partition_column: dt
+    """))
+    [sensor] = defs.sensors
+    resources = {"paimon": PaimonResource(warehouse=str(tmp_path / "wh"))}
+    with dg.build_sensor_context(resources=resources) as context:
+        first = sensor.evaluate_tick(context)
+    returns.write(pa.table({"id": [1, 2, 3], "dt": ["2026-11-02", "2026-11-02", "2026-11-04"]}, schema=schema),
+                  commit_user="returns-desk")
+    with dg.build_sensor_context(cursor=first.cursor, resources=resources) as context:
+        events = sensor.evaluate_tick(context).asset_events
+    assert sorted((e.asset_key, e.partition) for e in events) == [
+        (dg.AssetKey(["paimon", "shop", "returns"]), "2026-11-02"), (dg.AssetKey(["paimon", "shop", "returns"]),
+                                                                      "2026-11-04")]
+
+
+def test_a_partitioned_table_without_partition_column_has_no_observer_mapping_and_says_so():
+    with pytest.raises(InvalidArgumentError) as caught:
+        dg.build_defs_for_component(component("""
+            table: shop.returns
+            partitions: {type: daily, start: "2026-11-01"}
+        """))
+    assert str(caught.value) == ("PaimonTableComponent shop.returns: the commit observer reports each commit for the "
+                                 "partitions it touched, which needs partition_column (the table column holding the "
+                                 "partition key); set partition_column, or observe_commits: false")
+    defs = dg.build_defs_for_component(component("""
+        table: shop.returns
+        partitions: {type: daily, start: "2026-11-01"}
+        observe_commits: false
+    """))
+    assert not defs.sensors and defs.assets

@@ -479,3 +479,81 @@ def test_a_submitted_op_runs_through_dagster_pipes_on_the_standalone_cluster(spa
     assert catalog.get_table("db.piped").read().num_rows == 12
     pipes_dir = tmp_path / "wh" / RESULTS_DIR / "pipes"
     assert not pipes_dir.exists() or not any(p.is_file() for p in pipes_dir.rglob("*"))
+
+
+@pytest.mark.slow
+def test_the_maintenance_job_runs_in_one_process_and_its_spark_steps_share_one_session(spark, defs_module, tmp_path):
+    """Issue: every step of a maintenance run was a process of its own starting its own local
+    Spark (minutes for five steps on a 12-row table). Run as a deployment runs it (``execute_job``,
+    the job's own executor), every step is in the run's process, the compaction and the orphan
+    removal run on one Spark application, and the tag and expiry steps on the core."""
+    import os as os_
+
+    if orders().latest_snapshot() is None:
+        orders().write(pa.table({"id": [1], "dt": ["2026-11-21"], "amount": [1.0]}, schema=SCHEMA))
+    job = dg.reconstructable(defs_module.maintain_orders_job)
+    (tmp_path / "dagster-home").mkdir()
+    with dg.DagsterInstance.local_temp(str(tmp_path / "dagster-home")) as instance:
+        with dg.execute_job(job, instance) as result:
+            assert result.success
+            step_pids = {e.pid for e in result.all_events if e.step_key}
+            run_id = result.run_id
+        logs = [(e.step_key, e.user_message) for e in instance.all_logs(run_id)]
+    assert step_pids == {os_.getpid()}  # no process per step
+    spark_steps = {step: message.split("on Spark application ", 1)[1].split(" ", 1)[0]
+                   for step, message in logs if "on Spark application" in message}
+    assert set(spark_steps) == {"compact_shop_orders", "remove_orphans_shop_orders"}
+    assert len(set(spark_steps.values())) == 1  # one application for both
+    assert any(step == "remove_orphans_shop_orders" and "shared with the earlier steps in this process" in message
+               for step, message in logs)
+    on_core = {step for step, message in logs if "a metadata-only job, run on the core" in message}
+    assert on_core == {"expire_snapshots_shop_orders", "expire_tags_shop_orders"}
+
+
+def connect_job():
+    """(Reconstructable, for ``execute_job``.) A compaction and an orphan removal of ``db.t``, each
+    step a process of its own (the multiprocess executor), on the Spark Connect server
+    ``PAIMONFLOW_TEST_CONNECT`` names, in the warehouse ``PAIMONFLOW_TEST_WAREHOUSE``."""
+    from paimonflow.operators.dagster import PaimonResource, SparkResource, paimon_job_op
+
+    compact = paimon_job_op("compact", "db.t", name="compact_t", full=True)
+    orphans = paimon_job_op("remove-orphan-files", "db.t", name="orphans_t", older_than_millis=3_600_000)
+
+    @dg.job(executor_def=dg.multiprocess_executor, resource_defs={
+        "paimon": PaimonResource(warehouse=os.environ["PAIMONFLOW_TEST_WAREHOUSE"]),
+        "spark": SparkResource(master=os.environ["PAIMONFLOW_TEST_CONNECT"])})
+    def on_connect():
+        orphans(compact())
+
+    return on_connect
+
+
+@pytest.mark.slow
+def test_step_processes_share_one_spark_connect_server(spark_connect, tmp_path, monkeypatch):
+    """``SparkResource(master="sc://...")``: steps in processes of their own (the multiprocess
+    executor) are clients of one Spark Connect server, each on its one application, none starting a
+    Spark of its own."""
+    warehouse = str(tmp_path / "wh")
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    t = catalog.create_table("db.t", schema, primary_keys=["id"], options={"bucket": "1", "write-only": "true"})
+    for i in range(12):
+        t.write(pa.table({"id": [i], "v": ["x"]}, schema=schema))
+    monkeypatch.setenv("PAIMONFLOW_TEST_WAREHOUSE", warehouse)
+    monkeypatch.setenv("PAIMONFLOW_TEST_CONNECT", spark_connect.url)
+    (tmp_path / "dagster-home").mkdir()
+    with dg.DagsterInstance.local_temp(str(tmp_path / "dagster-home")) as instance:
+        with dg.execute_job(dg.reconstructable(connect_job), instance) as result:
+            assert result.success
+            step_pids = {e.step_key: e.pid for e in result.all_events if e.step_key}
+            masters = {e.step_key: e.event_specific_data.metadata["paimon/master"].value
+                       for e in result.all_events if e.event_type_value == "STEP_OUTPUT"}
+            run_id = result.run_id
+        logs = [(e.step_key, e.user_message) for e in instance.all_logs(run_id)]
+    assert len(set(step_pids.values())) == 2 and os.getpid() not in step_pids.values()  # a process per step
+    assert masters == {"compact_t": spark_connect.master, "orphans_t": spark_connect.master}
+    apps = {step: message.split("on Spark application ", 1)[1].split(" ", 1)[0]
+            for step, message in logs if "on Spark application" in message}
+    assert set(apps) == {"compact_t", "orphans_t"} and len(set(apps.values())) == 1  # the server's application
+    assert catalog.get_table("db.t").latest_snapshot().commit_kind.value == "COMPACT"

@@ -7,7 +7,10 @@ everything checked through Dagster's GraphQL API, the asset page rendered by Chr
   ``analytics/customer_count`` is then materialized by a run the daemon launches;
 * a commit to ``shop.orders`` makes the snapshot sensor request a ``read_order_changes`` run that
   reads exactly that range;
-* the maintenance schedule's tick runs the maintenance job.
+* the maintenance schedule's tick runs the maintenance job;
+* the IO manager's upsert and append modes in runs the daemon launches, and a refused write (a
+  new column with a null key) that leaves the table's schema as it was;
+* a snapshot sensor started from the latest snapshot reads only the commits made after it.
 """
 
 # No ``from __future__ import annotations``: kept like the other Dagster test modules.
@@ -160,3 +163,62 @@ def test_the_asset_page_shows_the_standard_metadata(deployed):
     if os.environ.get("PAIMONFLOW_SCREENSHOT_TO"):
         with open(os.environ["PAIMONFLOW_SCREENSHOT_TO"].replace(".png", "-dagster.png"), "wb") as out:
             out.write(page.png)
+
+
+def _land_prices(deployed, table: pa.Table) -> None:
+    folder = deployed.landing / "prices"
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, folder / "latest.parquet")
+
+
+def test_upserts_and_appends_under_the_daemon_and_a_refused_write_leaves_the_schema(deployed):
+    """The IO manager's write modes in runs the daemon launches: ``upsert_prices`` upserts the
+    landed price list by sku; a list with a new column and a null sku fails the run in one line
+    and leaves the table's schema (files and latest) and rows as they were; ``log_order_snapshots``
+    appends one row per run."""
+    _land_prices(deployed, pa.table({"sku": [1, 2], "price": [1.0, 2.0]}))
+    assert deployed.wait_for_run(deployed.launch("upsert_prices", {})) == "SUCCESS"
+    _land_prices(deployed, pa.table({"sku": [2, 3], "price": [2.5, 3.0]}))
+    assert deployed.wait_for_run(deployed.launch("upsert_prices", {})) == "SUCCESS"
+    prices = table(deployed, "analytics.price_list")
+    assert sorted((r["sku"], r["price"]) for r in prices.read().to_pylist()) == [(1, 1.0), (2, 2.5), (3, 3.0)]
+    schema_dir = deployed.warehouse / "analytics.db" / "price_list" / "schema"
+    schemas = sorted(p.name for p in schema_dir.iterdir())
+
+    _land_prices(deployed, pa.table({"sku": pa.array([4, None], pa.int64()), "price": [4.0, 5.0],
+                                     "currency": ["EUR", "USD"]}))
+    run_id = deployed.launch("upsert_prices", {})
+    assert deployed.wait_for_run(run_id) == "FAILURE"
+    assert deployed.step_failures(run_id) == [
+        ("analytics__price_list", "analytics/price_list: primary key column 'sku' is NOT NULL but has 1 null value(s)")]
+    after = table(deployed, "analytics.price_list")
+    assert sorted(p.name for p in schema_dir.iterdir()) == schemas and after.schema.id == prices.schema.id
+    assert [f.name for f in after.schema.fields] == ["sku", "price"]
+    assert sorted((r["sku"], r["price"]) for r in after.read().to_pylist()) == [(1, 1.0), (2, 2.5), (3, 3.0)]
+
+    runs = [deployed.launch("log_order_snapshots", {}) for _ in range(2)]
+    assert [deployed.wait_for_run(r) for r in runs] == ["SUCCESS", "SUCCESS"]
+    logged = table(deployed, "analytics.order_snapshots").read().to_pylist()
+    assert sorted(r["run_id"] for r in logged) == sorted(runs)  # one row appended per run
+    events = deployed.materializations(["analytics", "order_snapshots"])
+    assert len(events) == 2 and all("dagster/row_count" in {m["label"] for m in e["metadataEntries"]} for e in events)
+
+
+def test_a_sensor_started_from_latest_reads_only_the_commits_after_it_under_the_daemon(deployed):
+    """``paimon_new_customer_changes`` (``start_from="latest"``) turned on beside shop.customers'
+    history: its first tick requests nothing; the next commit is one run reading exactly it."""
+    customers = table(deployed, "shop.customers")
+    if customers.latest_snapshot() is None:
+        customers.write(pa.table({"id": [1], "country": ["fr"]}, schema=CUSTOMERS), commit_user="crm-flink")
+    history = customers.snapshot_manager.latest_id()
+    sensor = "paimon_new_customer_changes"
+    deployed.turn_on("sensor", sensor)
+    wait_for("the sensor's first tick", lambda: deployed.sensor_ticks(sensor), timeout=120, every=3,
+             log=deployed.logs)
+    [first] = deployed.sensor_ticks(sensor)
+    assert first["status"] == "SKIPPED" and f"reading commits after snapshot {history}" in first["skipReason"]
+    assert deployed.runs("customer_changes") == []  # the history was not requested
+    customers.write(pa.table({"id": [7, 8], "country": ["it", "es"]}, schema=CUSTOMERS), commit_user="crm-flink")
+    [run] = deployed.wait_for_success("customer_changes", timeout=300)
+    tags = {t["key"]: t["value"] for t in run["tags"]}
+    assert (tags["paimon/start_snapshot"], tags["paimon/end_snapshot"]) == (str(history), str(history + 1))

@@ -308,3 +308,187 @@ def test_a_table_paimonflow_cannot_write_is_refused_in_one_line_before_its_schem
     assert "\n" not in message and "external data paths" in message and "write" in message, message
     after = Catalog(warehouse).get_table("shop.tracked")
     assert after.schema.id == table.schema.id and after.snapshot_manager.latest_id() == 1
+
+
+# -- write modes (issue: append and upsert beside overwrite) ------------------------------------
+
+def schema_files(table) -> list[str]:
+    import os
+
+    return sorted(os.listdir(os.path.join(table.path, "schema")))
+
+
+def test_append_adds_the_rows_and_a_retried_step_appends_them_once(warehouse):
+    """``write_mode="append"`` on the IO manager: each run adds its rows. A step that stored its
+    output and then failed is retried in the same run: the retry finds its commit (same commit
+    identity) and appends nothing; only a new run appends again."""
+    attempts, failing = [], [True]
+
+    @dg.asset(key=["logs", "visits"], retry_policy=dg.RetryPolicy(max_retries=1))
+    def visits(context: dg.AssetExecutionContext):
+        attempts.append(context.retry_number)
+        yield dg.Output(pa.table({"page": ["home", "cart"], "n": [3, 1]}))
+        if failing.pop() if failing else False:  # after the output was stored and committed
+            raise RuntimeError("the step fails after its output was written")
+
+    result = dg.materialize([visits], resources=io(warehouse, write_mode="append"))
+    assert result.success and attempts == [0, 1]
+    table = Catalog(warehouse).get_table("logs.visits")
+    assert table.snapshot_manager.latest_id() == 1 and table.read().num_rows == 2  # appended once
+    result = dg.materialize([visits], resources=io(warehouse, write_mode="append"))  # a new run
+    assert result.success
+    table = Catalog(warehouse).get_table("logs.visits")
+    assert sorted((r["page"], r["n"]) for r in table.read().to_pylist()) == [("cart", 1), ("cart", 1), ("home", 3),
+                                                                            ("home", 3)]
+    meta = materialization(result, visits.key)
+    assert meta["paimon/write_mode"] == "append" and meta["paimon/commit_kind"] == "APPEND"
+    assert meta["dagster/row_count"] == 4 and meta["paimon/rows_written"] == 2  # the table's count from the snapshot
+
+
+def test_upsert_replaces_rows_by_key_in_the_assets_partition_only(warehouse):
+    """``write_mode: upsert`` in an asset's metadata (the IO manager overwrites by default): rows
+    replace the rows with their key, others stay; a partition's upsert touches only its partition,
+    and rows outside it are refused in one line with nothing written."""
+    shops = dg.StaticPartitionsDefinition(["a", "b"])
+    outputs = {}
+
+    @dg.asset(key=["shop", "stock"], partitions_def=shops,
+              metadata={"write_mode": "upsert", "paimon/primary_keys": ["sku"], "partition_expr": "shop"})
+    def stock(context: dg.AssetExecutionContext) -> pa.Table:
+        return outputs[context.partition_key]
+
+    def rows(shop, skus, qty):
+        return pa.table({"sku": skus, "shop": [shop] * len(skus), "qty": [qty] * len(skus)})
+
+    outputs.update(a=rows("a", [1, 2], 10), b=rows("b", [1], 5))
+    for shop in ("a", "b"):
+        assert dg.materialize([stock], resources=io(warehouse), partition_key=shop).success
+    outputs["a"] = rows("a", [2, 3], 20)  # sku 2 changes, sku 3 is new, sku 1 is not in the output
+    result = dg.materialize([stock], resources=io(warehouse), partition_key="a")
+    assert result.success
+    table = Catalog(warehouse).get_table("shop.stock")
+    got = sorted((r["shop"], r["sku"], r["qty"]) for r in table.read().to_pylist())
+    assert got == [("a", 1, 10), ("a", 2, 20), ("a", 3, 20), ("b", 1, 5)]
+    meta = materialization(result, stock.key)
+    assert meta["paimon/write_mode"] == "upsert" and meta["paimon/commit_kind"] == "APPEND"
+    before = table.snapshot_manager.latest_id()
+    outputs["a"] = pa.concat_tables([rows("a", [4], 1), rows("b", [9], 1)])  # a row of partition b
+    result = dg.materialize([stock], resources=io(warehouse), partition_key="a", raise_on_error=False)
+    assert not result.success
+    assert failure_message(result) == ("shop/stock: rows of partition {'shop': 'b'} lie outside "
+                                       "is_in(shop, {value_set=string:[\n  \"a\"\n], null_matching_behavior=MATCH})")
+    assert Catalog(warehouse).get_table("shop.stock").snapshot_manager.latest_id() == before
+
+
+def test_a_write_mode_that_does_not_fit_the_table_is_refused_in_one_line(warehouse):
+    @dg.asset(key=["shop", "events"], metadata={"write_mode": "upsert"})
+    def events() -> pa.Table:
+        return pa.table({"id": [1]})
+
+    result = dg.materialize([events], resources=io(warehouse), raise_on_error=False)
+    assert failure_message(result) == (
+        "write_mode 'upsert' replaces rows by primary key, but shop.events has no primary key (give the asset "
+        "'paimon/primary_keys' metadata before its table is made, or write_mode 'append') (nothing written)")
+    assert not Path(warehouse).exists()  # refused before the table (and its warehouse) was made
+
+    @dg.asset(key=["shop", "keyed"], metadata={"paimon/primary_keys": ["id"]})
+    def keyed() -> pa.Table:
+        return pa.table({"id": [1], "v": ["x"]})
+
+    assert dg.materialize([keyed], resources=io(warehouse)).success
+    result = dg.materialize([keyed], resources=io(warehouse, write_mode="append"), raise_on_error=False)
+    assert failure_message(result) == ("write_mode 'append' adds rows, but shop.keyed has primary keys ['id']: a row "
+                                       "replaces the row with its key; use write_mode 'upsert' (nothing written)")
+
+    @dg.asset(key=["shop", "odd"], metadata={"write_mode": "merge"})
+    def odd() -> pa.Table:
+        return pa.table({"id": [1]})
+
+    result = dg.materialize([odd], resources=io(warehouse), raise_on_error=False)
+    assert failure_message(result) == ("shop/odd: write_mode 'merge' is not one of overwrite, append, upsert "
+                                       "(nothing written)")
+    assert Catalog(warehouse).get_table("shop.keyed").snapshot_manager.latest_id() == 1
+
+
+# -- the schema change and the rows land together -----------------------------------------------
+
+def test_a_new_column_with_a_null_key_is_refused_and_the_schema_stays_as_it_was(warehouse):
+    """Issue: the schema evolution used to be committed before the write was refused (schema-1
+    left without a snapshot, the new column visible to every reader). Now nothing changes; then a
+    good output with the same new column evolves the schema and lands in one go."""
+    @dg.asset(key=["shop", "prices"], metadata={"paimon/primary_keys": ["sku"]})
+    def v1() -> pa.Table:
+        return pa.table({"sku": [1, 2], "price": [1.5, 2.5]})
+
+    bad = pa.table({"sku": pa.array([3, None], pa.int64()), "price": [3.5, 4.5], "currency": ["EUR", "USD"]})
+    good = pa.table({"sku": [2, 3], "price": [2.0, 3.5], "currency": ["EUR", "USD"]})
+    outputs = [bad]
+
+    @dg.asset(key=["shop", "prices"], metadata={"paimon/primary_keys": ["sku"], "write_mode": "upsert"})
+    def v2() -> pa.Table:
+        return outputs[-1]
+
+    assert dg.materialize([v1], resources=io(warehouse)).success
+    before = Catalog(warehouse).get_table("shop.prices")
+    files_before = sorted(p.name for p in Path(before.path).rglob("*") if p.is_file())
+    result = dg.materialize([v2], resources=io(warehouse), raise_on_error=False)
+    assert not result.success
+    assert failure_message(result) == "shop/prices: primary key column 'sku' is NOT NULL but has 1 null value(s)"
+    after = Catalog(warehouse).get_table("shop.prices")
+    assert after.schema.id == before.schema.id and schema_files(after) == ["schema-0"]
+    assert sorted(p.name for p in Path(after.path).rglob("*") if p.is_file()) == files_before  # no file left
+    assert after.read().to_pylist() == [{"sku": 1, "price": 1.5}, {"sku": 2, "price": 2.5}]
+    outputs.append(good)
+    result = dg.materialize([v2], resources=io(warehouse))
+    assert result.success
+    table = Catalog(warehouse).get_table("shop.prices")
+    assert schema_files(table) == ["schema-0", "schema-1"] and table.latest_snapshot().schema_id == 1
+    assert sorted(table.read().to_pylist(), key=lambda r: r["sku"]) == [
+        {"sku": 1, "price": 1.5, "currency": None}, {"sku": 2, "price": 2.0, "currency": "EUR"},
+        {"sku": 3, "price": 3.5, "currency": "USD"}]
+    assert [c.name for c in materialization(result, v2.key)["dagster/column_schema"].columns] == [
+        "sku", "price", "currency"]
+
+
+def test_a_new_column_with_a_row_outside_the_partition_is_refused_and_the_schema_stays(warehouse):
+    days = dg.StaticPartitionsDefinition(["2026-11-01", "2026-11-02"])
+    outputs = [pa.table({"dt": ["2026-11-01"], "clicks": [1]})]
+
+    @dg.asset(key=["web", "clicks"], partitions_def=days, metadata={"partition_expr": "dt"})
+    def clicks() -> pa.Table:
+        return outputs[-1]
+
+    assert dg.materialize([clicks], resources=io(warehouse), partition_key="2026-11-01").success
+    outputs.append(pa.table({"dt": ["2026-11-01", "2026-11-02"], "clicks": [2, 3], "source": ["ad", "ad"]}))
+    result = dg.materialize([clicks], resources=io(warehouse), partition_key="2026-11-01", raise_on_error=False)
+    assert not result.success
+    assert failure_message(result).startswith("web/clicks: overwrite where is_in(dt, {value_set=string:[\n  "
+                                              "\"2026-11-01\"\n]") and failure_message(result).endswith(
+        "got rows of partition {'dt': '2026-11-02'}")
+    table = Catalog(warehouse).get_table("web.clicks")
+    assert schema_files(table) == ["schema-0"] and table.read().to_pylist() == [{"dt": "2026-11-01", "clicks": 1}]
+
+
+def test_an_evolving_write_that_loses_the_schema_race_plans_again_on_the_newer_schema(warehouse):
+    """The core's evolving write (what the IO manager commits with): its files are written under
+    the prospective schema id; when another writer publishes that id first, they are deleted and
+    the write is planned again on the newer schema, which it then extends."""
+    from paimonflow.core.meta.schema_changes import AddColumn
+    from paimonflow.core.write.evolving_write import write_evolving
+
+    catalog = Catalog(warehouse)
+    catalog.create_database("db")
+    stale = catalog.create_table("db.t", pa.schema([pa.field("id", pa.int64(), nullable=False)]),
+                                 primary_keys=["id"], options={"bucket": "1"})
+    catalog.get_table("db.t").alter([AddColumn("by_other", pa.string())])  # schema-1, by another writer
+    written = write_evolving(stale, pa.table({"id": [1], "mine": ["x"]}), commit_user="me", commit_identifier=7)
+    assert [f.name for f in written.table.schema.fields] == ["id", "by_other", "mine"]
+    assert written.table.schema.id == 2 and written.commit.snapshot_id == 1
+    table = catalog.get_table("db.t")
+    assert schema_files(table) == ["schema-0", "schema-1", "schema-2"] and table.latest_snapshot().schema_id == 2
+    assert table.read().to_pylist() == [{"id": 1, "by_other": None, "mine": "x"}]
+    data_files = [p for p in Path(table.path).rglob("data-*") if p.is_file()]
+    assert len(data_files) == 1  # the files written under the lost schema id were deleted
+    again = write_evolving(catalog.get_table("db.t"), pa.table({"id": [1], "mine": ["x"]}), commit_user="me",
+                           commit_identifier=7)
+    assert again.commit.already_committed and catalog.get_table("db.t").snapshot_manager.latest_id() == 1
