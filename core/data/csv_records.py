@@ -15,7 +15,7 @@ less one only in a file without either.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,12 +79,19 @@ def _first_unconvertible(values: pa.ChunkedArray, target: pa.DataType) -> int | 
             return False
         return True
 
-    low, high = 0, len(values)
-    if converts(low, high):
+    return first_failing(len(values), converts)
+
+
+def first_failing(count: int, works: Callable[[int, int], bool]) -> int | None:
+    """The first index in ``range(count)`` whose item makes ``works(low, high)`` (a check of the
+    items ``low`` to ``high``) fail, or None when all of them pass: a bisection, each step one
+    vectorized check of a slice."""
+    low, high = 0, count
+    if count == 0 or works(low, high):
         return None
-    while high - low > 1:  # values[low:high] holds a bad value
+    while high - low > 1:  # items[low:high] holds a failing one
         middle = (low + high) // 2
-        if converts(low, middle):
+        if works(low, middle):
             low = middle
         else:
             high = middle

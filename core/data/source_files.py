@@ -34,7 +34,7 @@ import pyarrow as pa
 from ..errors import FileNotFoundStorageError, SchemaError, SourceError
 from ..fs import get_file_io
 from .conversion import cast_exactly, convert_columns, paimon_notation, refusal
-from .csv_records import BadValue, csv_file_problems, describe
+from .csv_records import BadValue, csv_file_problems, describe, first_failing
 
 if TYPE_CHECKING:
     from ..fs import FileIO
@@ -177,7 +177,7 @@ def _unconvertible(data: pa.Table, schema: pa.Schema, table_types: Mapping[str, 
     found = []
     for field in schema:
         values = data.column(field.name)
-        first = _first_failing(len(values), partial(_casts, values, field.type))
+        first = first_failing(len(values), partial(_casts, values, field.type))
         if first is not None:
             found.append(BadValue(column=field.name, type_name=_type_name(field, table_types),
                                   value=_shown(str(values[first].as_py())), record=first + 1))
@@ -289,7 +289,7 @@ def _text_problems(text: pa.ChunkedArray, field: pa.Field, table_types: Mapping[
                    ) -> list[BadValue]:
     """The first value of ``text`` (a JSON DATE or TIME column, as text) that does not parse as
     ``field``'s type, as a one-item list (empty if every value parses)."""
-    first = _first_failing(len(text), partial(_parses, text, field.type))
+    first = first_failing(len(text), partial(_parses, text, field.type))
     if first is None:
         return []
     return [BadValue(column=field.name, type_name=_type_name(field, table_types),
@@ -320,22 +320,6 @@ def _parses(text: pa.ChunkedArray, target: pa.DataType, low: int, high: int) -> 
     except pa.ArrowInvalid:
         return False
     return True
-
-
-def _first_failing(count: int, works: Callable[[int, int], bool]) -> int | None:
-    """The first index in ``range(count)`` whose item makes ``works(low, high)`` (a check of the
-    items ``low`` to ``high``) fail, or None when all of them pass: a bisection, each step one
-    vectorized check of a slice."""
-    low, high = 0, count
-    if count == 0 or works(low, high):
-        return None
-    while high - low > 1:  # items[low:high] holds a failing one
-        middle = (low + high) // 2
-        if works(low, middle):
-            low = middle
-        else:
-            high = middle
-    return low
 
 
 def _json_records(data: bytes) -> pa.Array:
@@ -374,14 +358,14 @@ def _refuse_json(path: str, data: bytes, explicit: pa.Schema, schema: pa.Schema,
         records = _json_records(data)
     except pa.ArrowInvalid as exc:  # not UTF-8
         raise SourceError(f"{path}: not a readable JSON file: {_one_line(exc)}") from None
-    broken = _first_failing(len(records), partial(_json_reads, records, pa.schema([])))
+    broken = first_failing(len(records), partial(_json_reads, records, pa.schema([])))
     if broken is not None:
         raise SourceError(f"{path}: not a readable JSON file: record {broken + 1} "
                           f"({_shown(records[broken].as_py())!r}) is not a JSON object")
     problems = []
     for field in explicit:
         single = pa.schema([field])
-        first = _first_failing(len(records), partial(_json_reads, records, single))
+        first = first_failing(len(records), partial(_json_reads, records, single))
         if first is not None:
             value = json.loads(records[first].as_py()).get(field.name)
             problems.append(BadValue(column=field.name, type_name=_type_name(schema.field(field.name), table_types),
